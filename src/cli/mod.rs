@@ -1,0 +1,24 @@
+//! Command-line definitions (clap). One file per command; no business logic here: each
+//! command parses its arguments and calls the library.
+
+use clap::{Parser, Subcommand};
+
+use crate::diag::{Exit, Result};
+
+pub mod common;
+
+/// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
+#[derive(Debug, Parser)]
+#[command(name = "nrl", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<Exit> {
+    match cli.command {}
+}

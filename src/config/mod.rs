@@ -1,0 +1,9 @@
+//! Configuration engine: YAML with spans, `defaults:` inheritance, the four infra layers,
+//! Hydra overrides, OmegaConf interpolation, provenance and the typed infra schema.
+
+pub mod node;
+pub mod source;
+pub mod yaml;
+
+pub use node::{Map, Node, Value};
+pub use source::{SourceKind, Span};

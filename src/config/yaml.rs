@@ -1,0 +1,619 @@
+//! YAML in OmegaConf's dialect, with a span on every node.
+//!
+//! OmegaConf 2.3 loads YAML with PyYAML's SafeLoader (YAML 1.1 implicit typing) plus three
+//! changes: duplicate keys are errors, timestamps stay strings, and floats may be written
+//! `1e3` without a dot. Anchors, aliases and `<<` merge keys work within one document.
+//! The event stream comes from `granit-parser` (already in the tree through kube); typing
+//! of plain scalars is done here.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use granit_parser::{Event, Parser, ScalarStyle};
+use regex::Regex;
+
+use super::node::{KeyKind, Map, Node, Value};
+use super::source::{Span, SrcId, source};
+use crate::diag::{Diag, Result};
+
+/// Parse a registered source as a single YAML document. An empty document is `null`.
+pub fn parse_source(src: SrcId) -> Result<Node> {
+    let file = source(src);
+    let text = file.text.clone();
+    let mut b = Builder::new(src, &text);
+    b.run()?;
+    Ok(b.root
+        .unwrap_or_else(|| Node::spanned(Value::Null, Some(Span::new(src, 0, 0)))))
+}
+
+/// Parse and require a mapping at the top (empty text gives an empty mapping).
+pub fn parse_mapping(src: SrcId, what: &str) -> Result<Node> {
+    let node = parse_source(src)?;
+    match node.value {
+        Value::Map(_) => Ok(node),
+        Value::Null => Ok(Node::spanned(Value::Map(Map::new()), node.span)),
+        _ => Err(Diag::new(
+            "nrl::config::not_a_mapping",
+            format!("{} did not load as a mapping", what),
+        )
+        .label(node.span, format!("the document is a {}", node.type_name()))
+        .help("a recipe, infra or defaults file must be a YAML mapping of `key: value` lines")),
+    }
+}
+
+/// A parse of a scalar written in YAML 1.1 / OmegaConf style, used also for override
+/// values that nrl types like OmegaConf does.
+pub fn resolve_plain(text: &str) -> Value {
+    if is_null(text) {
+        return Value::Null;
+    }
+    if let Some(b) = parse_bool(text) {
+        return Value::Bool(b);
+    }
+    if int_re().is_match(text) {
+        if let Some(i) = parse_int(text) {
+            return Value::Int(i);
+        }
+        // Out of i64 range: keep the digits rather than lose them.
+        return Value::Str(text.to_string());
+    }
+    if float_re().is_match(text) {
+        return Value::Float(parse_float(text));
+    }
+    Value::Str(text.to_string())
+}
+
+fn is_null(t: &str) -> bool {
+    matches!(t, "" | "~" | "null" | "Null" | "NULL")
+}
+
+fn parse_bool(t: &str) -> Option<bool> {
+    match t {
+        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+fn int_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$",
+        )
+        .expect("static regex")
+    })
+}
+
+fn float_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // PyYAML's YAML 1.1 float plus OmegaConf's additions (`1e3`, exponent sign optional).
+    RE.get_or_init(|| {
+        Regex::new(
+            r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        )
+        .expect("static regex")
+    })
+}
+
+/// PyYAML `construct_yaml_int`.
+fn parse_int(t: &str) -> Option<i64> {
+    let clean: String = t.chars().filter(|&c| c != '_').collect();
+    let (neg, body) = match clean.as_bytes().first() {
+        Some(b'-') => (true, &clean[1..]),
+        Some(b'+') => (false, &clean[1..]),
+        _ => (false, clean.as_str()),
+    };
+    let v: i64 = if body == "0" || body.is_empty() {
+        0
+    } else if let Some(b) = body.strip_prefix("0b") {
+        i64::from_str_radix(b, 2).ok()?
+    } else if let Some(h) = body.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()?
+    } else if body.starts_with('0') {
+        i64::from_str_radix(body, 8).ok()?
+    } else if body.contains(':') {
+        let mut v: i64 = 0;
+        for part in body.split(':') {
+            v = v.checked_mul(60)?.checked_add(part.parse::<i64>().ok()?)?;
+        }
+        v
+    } else {
+        body.parse().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// PyYAML `construct_yaml_float`.
+fn parse_float(t: &str) -> f64 {
+    let clean: String = t
+        .chars()
+        .filter(|&c| c != '_')
+        .collect::<String>()
+        .to_lowercase();
+    let (neg, body) = match clean.as_bytes().first() {
+        Some(b'-') => (true, &clean[1..]),
+        Some(b'+') => (false, &clean[1..]),
+        _ => (false, clean.as_str()),
+    };
+    let v = if body == ".inf" {
+        f64::INFINITY
+    } else if body == ".nan" {
+        f64::NAN
+    } else if body.contains(':') {
+        let mut v = 0.0;
+        for part in body.split(':') {
+            v = v * 60.0 + part.parse::<f64>().unwrap_or(0.0);
+        }
+        v
+    } else {
+        // Python's float() accepts "1." and ".5"; Rust needs a digit on both sides.
+        let mut s = body.to_string();
+        if s.starts_with('.') {
+            s.insert(0, '0');
+        }
+        if let Some(pos) = s.find('.') {
+            let after = &s[pos + 1..];
+            if after.is_empty() || after.starts_with('e') {
+                s.insert(pos + 1, '0');
+            }
+        }
+        s.parse::<f64>().unwrap_or(f64::NAN)
+    };
+    if neg { -v } else { v }
+}
+
+enum Frame {
+    Seq {
+        items: Vec<Node>,
+        start: usize,
+        anchor: usize,
+    },
+    Map {
+        pairs: Vec<(Node, Node)>,
+        /// Key waiting for its value.
+        pending_key: Option<Node>,
+        start: usize,
+        anchor: usize,
+    },
+}
+
+struct Builder<'t> {
+    src: SrcId,
+    text: &'t str,
+    /// char index -> byte offset, only built for non-ASCII text.
+    char_to_byte: Option<Vec<u32>>,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Node>,
+    root: Option<Node>,
+    docs: usize,
+}
+
+impl<'t> Builder<'t> {
+    fn new(src: SrcId, text: &'t str) -> Builder<'t> {
+        let char_to_byte = if text.is_ascii() {
+            None
+        } else {
+            let mut v: Vec<u32> = text.char_indices().map(|(b, _)| b as u32).collect();
+            v.push(text.len() as u32);
+            Some(v)
+        };
+        Builder {
+            src,
+            text,
+            char_to_byte,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            root: None,
+            docs: 0,
+        }
+    }
+
+    fn byte(&self, m: &granit_parser::Marker) -> usize {
+        if let Some(b) = m.byte_offset() {
+            return b.min(self.text.len());
+        }
+        match &self.char_to_byte {
+            None => m.index().min(self.text.len()),
+            Some(v) => v.get(m.index()).copied().unwrap_or(self.text.len() as u32) as usize,
+        }
+    }
+
+    fn span(&self, start: usize, end: usize) -> Option<Span> {
+        Some(Span::new(self.src, start, end))
+    }
+
+    fn run(&mut self) -> Result<()> {
+        let text = self.text;
+        let opts = granit_parser::options! { emit_comments: false };
+        let parser = Parser::new_from_str_with_options(text, opts);
+        for ev in parser {
+            let (event, span) = match ev {
+                Ok(x) => x,
+                Err(e) => {
+                    let at = self.byte(e.marker());
+                    return Err(Diag::new(
+                        "nrl::config::yaml_syntax",
+                        format!("YAML syntax error: {}", e.info()),
+                    )
+                    .label(self.span(at, at), e.info().to_string())
+                    .help("fix the YAML at the marked position"));
+                }
+            };
+            let start = self.byte(&span.start);
+            let end = self.byte(&span.end);
+            match event {
+                Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
+                Event::DocumentStart(..) => {
+                    self.docs += 1;
+                    if self.docs > 1 {
+                        return Err(Diag::new(
+                            "nrl::config::yaml_syntax",
+                            "expected a single YAML document, found another `---` document",
+                        )
+                        .label(
+                            self.span(start, end.max(start + 3)),
+                            "second document starts here",
+                        )
+                        .help("split the documents into separate files"));
+                    }
+                }
+                Event::Alias(id) => {
+                    let Some(target) = self.anchors.get(&id).cloned() else {
+                        return Err(Diag::new(
+                            "nrl::config::yaml_syntax",
+                            "alias refers to an unknown anchor",
+                        )
+                        .label(self.span(start, end), "unknown anchor"));
+                    };
+                    // The aliased content keeps the anchor definition's spans; the alias
+                    // site becomes the node's own span.
+                    let mut n = target;
+                    n.span = self.span(start, end);
+                    self.push_node(n)?;
+                }
+                Event::Scalar(value, style, anchor, tag) => {
+                    let node = self.scalar(&value, style, tag.as_deref(), start, end)?;
+                    if anchor != 0 {
+                        self.anchors.insert(anchor, node.clone());
+                    }
+                    self.push_node(node)?;
+                }
+                Event::SequenceStart(_, anchor, tag) => {
+                    self.check_container_tag(tag.as_deref(), "seq", start, end)?;
+                    self.stack.push(Frame::Seq {
+                        items: Vec::new(),
+                        start,
+                        anchor,
+                    });
+                }
+                Event::SequenceEnd => {
+                    if let Some(Frame::Seq {
+                        items,
+                        start: s,
+                        anchor,
+                    }) = self.stack.pop()
+                    {
+                        let node = Node::spanned(Value::List(items), self.span(s, end));
+                        if anchor != 0 {
+                            self.anchors.insert(anchor, node.clone());
+                        }
+                        self.push_node(node)?;
+                    }
+                }
+                Event::MappingStart(_, anchor, tag) => {
+                    self.check_container_tag(tag.as_deref(), "map", start, end)?;
+                    self.stack.push(Frame::Map {
+                        pairs: Vec::new(),
+                        pending_key: None,
+                        start,
+                        anchor,
+                    });
+                }
+                Event::MappingEnd => {
+                    if let Some(Frame::Map {
+                        pairs,
+                        start: s,
+                        anchor,
+                        ..
+                    }) = self.stack.pop()
+                    {
+                        let map = self.build_map(pairs)?;
+                        let node = Node::spanned(Value::Map(map), self.span(s, end));
+                        if anchor != 0 {
+                            self.anchors.insert(anchor, node.clone());
+                        }
+                        self.push_node(node)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn check_container_tag(
+        &self,
+        tag: Option<&granit_parser::Tag>,
+        expect: &str,
+        start: usize,
+        end: usize,
+    ) -> Result<()> {
+        if let Some(t) = tag {
+            let ok = t.handle() == "tag:yaml.org,2002:" && t.suffix() == expect;
+            if !ok {
+                return Err(Diag::new(
+                    "nrl::config::yaml_tag",
+                    format!("unsupported YAML tag `{}{}`", t.handle(), t.suffix()),
+                )
+                .label(self.span(start, end), "this tag")
+                .help("remove the tag; configuration YAML uses plain values"));
+            }
+        }
+        Ok(())
+    }
+
+    fn scalar(
+        &self,
+        value: &str,
+        style: ScalarStyle,
+        tag: Option<&granit_parser::Tag>,
+        start: usize,
+        end: usize,
+    ) -> Result<Node> {
+        let span = self.span(start, end);
+        let v = if let Some(t) = tag {
+            let suffix = if t.handle() == "tag:yaml.org,2002:" || t.handle() == "!!" {
+                t.suffix()
+            } else {
+                ""
+            };
+            match suffix {
+                "str" => Value::Str(value.to_string()),
+                "null" => Value::Null,
+                "bool" => match parse_bool(value) {
+                    Some(b) => Value::Bool(b),
+                    None => return Err(self.bad_tagged(value, "bool", span)),
+                },
+                "int" => match parse_int(value) {
+                    Some(i) if int_re().is_match(value) => Value::Int(i),
+                    _ => return Err(self.bad_tagged(value, "int", span)),
+                },
+                "float" => {
+                    if float_re().is_match(value) || int_re().is_match(value) {
+                        Value::Float(parse_float(value))
+                    } else {
+                        return Err(self.bad_tagged(value, "float", span));
+                    }
+                }
+                _ => {
+                    return Err(Diag::new(
+                        "nrl::config::yaml_tag",
+                        format!("unsupported YAML tag `{}{}`", t.handle(), t.suffix()),
+                    )
+                    .label(span, "this value is tagged")
+                    .help("remove the tag or use one of !!str, !!int, !!float, !!bool, !!null"));
+                }
+            }
+        } else if style == ScalarStyle::Plain {
+            resolve_plain(value)
+        } else {
+            Value::Str(value.to_string())
+        };
+        Ok(Node::spanned(v, span))
+    }
+
+    fn bad_tagged(&self, value: &str, ty: &str, span: Option<Span>) -> Diag {
+        Diag::new(
+            "nrl::config::yaml_tag",
+            format!("`{value}` is not a valid !!{ty}"),
+        )
+        .label(span, format!("tagged !!{ty}"))
+    }
+
+    fn push_node(&mut self, node: Node) -> Result<()> {
+        match self.stack.last_mut() {
+            None => {
+                self.root = Some(node);
+                Ok(())
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(node);
+                Ok(())
+            }
+            Some(Frame::Map {
+                pairs, pending_key, ..
+            }) => {
+                match pending_key.take() {
+                    None => *pending_key = Some(node),
+                    Some(k) => pairs.push((k, node)),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Turn the raw key/value pairs of a mapping into a [`Map`]: duplicate-key check on
+    /// string keys (OmegaConf), then `<<` merge flattening the way PyYAML does it.
+    fn build_map(&self, pairs: Vec<(Node, Node)>) -> Result<Map> {
+        let mut seen: HashMap<String, Option<Span>> = HashMap::new();
+        let mut merged: Vec<(String, Node)> = Vec::new();
+        let mut explicit: Vec<(String, Node)> = Vec::new();
+        for (k, mut v) in pairs {
+            let is_merge =
+                k.as_str() == Some("<<") && k.span.map(|s| s.text() == "<<").unwrap_or(false);
+            if is_merge {
+                let sources: Vec<Node> = match v.value {
+                    Value::Map(_) => vec![v],
+                    Value::List(items) => {
+                        for it in &items {
+                            if it.as_map().is_none() {
+                                return Err(Diag::new(
+                                    "nrl::config::yaml_merge",
+                                    "a `<<` merge list may only contain mappings",
+                                )
+                                .label(it.span, format!("this is a {}", it.type_name())));
+                            }
+                        }
+                        items
+                    }
+                    _ => {
+                        return Err(Diag::new(
+                            "nrl::config::yaml_merge",
+                            "`<<` expects a mapping or a list of mappings",
+                        )
+                        .label(v.span, format!("this is a {}", v.type_name()))
+                        .help("write `<<: *anchor` where the anchor names a mapping"));
+                    }
+                };
+                // PyYAML: later sources in a list lose to earlier ones.
+                let mut chunk = Vec::new();
+                for s in sources.into_iter().rev() {
+                    if let Value::Map(m) = s.value {
+                        chunk.extend(m);
+                    }
+                }
+                merged.extend(chunk);
+                continue;
+            }
+            let (key, kind) = match &k.value {
+                Value::Str(s) => (s.clone(), KeyKind::Str),
+                Value::Int(i) => (i.to_string(), KeyKind::Int),
+                Value::Float(_) => (k.span.map(|s| s.text()).unwrap_or_default(), KeyKind::Float),
+                Value::Bool(b) => (if *b { "True" } else { "False" }.to_string(), KeyKind::Bool),
+                Value::Null => ("None".to_string(), KeyKind::Null),
+                Value::List(_) | Value::Map(_) => {
+                    return Err(Diag::new(
+                        "nrl::config::yaml_key",
+                        "a mapping key must be a scalar",
+                    )
+                    .label(k.span, format!("this key is a {}", k.type_name())));
+                }
+            };
+            if kind == KeyKind::Str {
+                if let Some(prev) = seen.get(&key) {
+                    return Err(Diag::new(
+                        "nrl::config::duplicate_key",
+                        format!("duplicate key `{key}`"),
+                    )
+                    .label(k.span, "repeated here")
+                    .label(*prev, "first defined here")
+                    .help("YAML keys must be unique within a mapping (OmegaConf rejects duplicates); delete one of them"));
+                }
+                seen.insert(key.clone(), k.span);
+            }
+            v.key_span = k.span;
+            v.key_kind = kind;
+            explicit.push((key, v));
+        }
+        let mut map = Map::with_capacity(merged.len() + explicit.len());
+        for (k, v) in merged.into_iter().chain(explicit) {
+            map.insert(k, v);
+        }
+        Ok(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::source::{SourceKind, add_source};
+
+    fn load(text: &str) -> Result<Node> {
+        parse_source(add_source("t.yaml", None, text, SourceKind::Text))
+    }
+
+    #[test]
+    fn yaml11_scalars() {
+        let n = load(
+            "a: yes\nb: off\nc: 010\nd: 0x10\ne: 1_000\nf: 1:30\ng: 1e3\nh: 2024-01-01\ni: ~\nj: .inf\nk: 1.5\nl: 'yes'\nm: 2.52.0\nn: y\n",
+        )
+        .unwrap();
+        let g = |k: &str| n.get(k).unwrap().value.clone();
+        assert_eq!(g("a"), Value::Bool(true));
+        assert_eq!(g("b"), Value::Bool(false));
+        assert_eq!(g("c"), Value::Int(8));
+        assert_eq!(g("d"), Value::Int(16));
+        assert_eq!(g("e"), Value::Int(1000));
+        assert_eq!(g("f"), Value::Int(90));
+        assert_eq!(g("g"), Value::Float(1000.0));
+        assert_eq!(g("h"), Value::Str("2024-01-01".into()));
+        assert_eq!(g("i"), Value::Null);
+        assert_eq!(g("j"), Value::Float(f64::INFINITY));
+        assert_eq!(g("k"), Value::Float(1.5));
+        assert_eq!(g("l"), Value::Str("yes".into()));
+        assert_eq!(g("m"), Value::Str("2.52.0".into()));
+        assert_eq!(g("n"), Value::Str("y".into()));
+    }
+
+    #[test]
+    fn spans_point_at_values_and_keys() {
+        let n = load("top:\n  image: foo:bar\n").unwrap();
+        let img = n.get_path("top.image").unwrap();
+        assert_eq!(img.span.unwrap().text(), "foo:bar");
+        assert_eq!(img.span.unwrap().location(), "t.yaml:2:10");
+        assert_eq!(img.key_span.unwrap().text(), "image");
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors() {
+        let e = load("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert_eq!(e.code, "nrl::config::duplicate_key");
+        assert_eq!(e.location().as_deref(), Some("t.yaml:3:1"));
+    }
+
+    #[test]
+    fn anchors_aliases_and_merge_keys() {
+        let n = load(
+            "base: &b {x: 1, y: 2}\nchild:\n  <<: *b\n  y: 9\n  z: 3\nlist: &l [1, 2]\ncopy: *l\n",
+        )
+        .unwrap();
+        let c = n.get("child").unwrap().as_map().unwrap();
+        assert_eq!(c.keys().collect::<Vec<_>>(), ["x", "y", "z"]);
+        assert_eq!(c["y"].as_i64(), Some(9));
+        assert_eq!(n.get("copy").unwrap().as_list().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn merge_list_earlier_wins() {
+        let n = load("a: &a {k: 1}\nb: &b {k: 2, j: 3}\nc:\n  <<: [*a, *b]\n").unwrap();
+        let c = n.get("c").unwrap();
+        assert_eq!(c.get("k").unwrap().as_i64(), Some(1));
+        assert_eq!(c.get("j").unwrap().as_i64(), Some(3));
+    }
+
+    #[test]
+    fn syntax_error_has_location() {
+        let e = load("a: [1, 2\nb: 3\n").unwrap_err();
+        assert_eq!(e.code, "nrl::config::yaml_syntax");
+        assert!(e.location().is_some());
+    }
+
+    #[test]
+    fn non_string_keys_kept_with_kind() {
+        let n = load("8080: http\n").unwrap();
+        let v = n.get("8080").unwrap();
+        assert_eq!(v.key_kind, KeyKind::Int);
+    }
+
+    #[test]
+    fn empty_is_empty_mapping_and_list_top_fails() {
+        let id = add_source("e.yaml", None, "", SourceKind::Text);
+        assert!(
+            parse_mapping(id, "e.yaml")
+                .unwrap()
+                .as_map()
+                .unwrap()
+                .is_empty()
+        );
+        let id = add_source("l.yaml", None, "- 1\n", SourceKind::Text);
+        let e = parse_mapping(id, "l.yaml").unwrap_err();
+        assert_eq!(e.code, "nrl::config::not_a_mapping");
+    }
+
+    #[test]
+    fn block_literal_is_string_with_newline() {
+        let n = load("e: |\n  set -eu\n  echo hi\n").unwrap();
+        assert_eq!(n.get("e").unwrap().as_str(), Some("set -eu\necho hi\n"));
+    }
+}

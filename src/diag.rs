@@ -1,0 +1,319 @@
+//! Diagnostics: one error type for the whole library, rendered with miette.
+//!
+//! Every error carries a stable code (`nrl::config::unknown_key`), a message, labels at
+//! source spans, an optional help line, and the exit code it maps to. Labels that point
+//! into a different file than the first label become related diagnostics so miette can
+//! show each file's snippet.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{Diagnostic, LabeledSpan, NamedSource, Severity, SourceCode};
+
+use crate::config::source::Span;
+
+/// Process exit codes (DESIGN §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    /// The job or run failed.
+    Failed = 1,
+    /// Bad input: usage, configuration, script compile errors.
+    Input = 2,
+    /// A cluster or Ray API failure.
+    Api = 3,
+    /// Interrupted (Ctrl-C).
+    Interrupted = 130,
+}
+
+impl Exit {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// A labelled source span.
+#[derive(Debug, Clone)]
+pub struct Label {
+    pub span: Span,
+    pub text: String,
+}
+
+/// The library's error type.
+#[derive(Debug, Clone)]
+pub struct Diag {
+    pub code: &'static str,
+    pub message: String,
+    pub labels: Vec<Label>,
+    pub help: Option<String>,
+    pub notes: Vec<String>,
+    pub exit: Exit,
+    pub severity: Severity,
+    /// Further errors reported together (schema errors aggregate).
+    pub related: Vec<Diag>,
+}
+
+pub type Result<T, E = Diag> = std::result::Result<T, E>;
+
+impl Diag {
+    /// A bad-input error (exit 2).
+    pub fn new(code: &'static str, message: impl Into<String>) -> Diag {
+        Diag {
+            code,
+            message: message.into(),
+            labels: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+            exit: Exit::Input,
+            severity: Severity::Error,
+            related: Vec::new(),
+        }
+    }
+
+    /// A cluster / Ray API failure (exit 3).
+    pub fn api(code: &'static str, message: impl Into<String>) -> Diag {
+        Diag::new(code, message).with_exit(Exit::Api)
+    }
+
+    pub fn with_exit(mut self, exit: Exit) -> Diag {
+        self.exit = exit;
+        self
+    }
+
+    pub fn warning(mut self) -> Diag {
+        self.severity = Severity::Warning;
+        self
+    }
+
+    /// Add a label; `None` spans are ignored so callers need not branch.
+    pub fn label(mut self, span: Option<Span>, text: impl Into<String>) -> Diag {
+        if let Some(span) = span {
+            self.labels.push(Label {
+                span,
+                text: text.into(),
+            });
+        }
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diag {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Diag {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_related(mut self, related: Vec<Diag>) -> Diag {
+        self.related.extend(related);
+        self
+    }
+
+    /// Prefix the message with context ("while loading X: ...").
+    pub fn context(mut self, ctx: impl fmt::Display) -> Diag {
+        self.message = format!("{ctx}: {}", self.message);
+        self
+    }
+
+    /// First label's `file:line:col`.
+    pub fn location(&self) -> Option<String> {
+        self.labels.first().map(|l| l.span.location())
+    }
+
+    /// Combine several errors into one report (the first leads).
+    pub fn aggregate(mut errors: Vec<Diag>) -> Option<Diag> {
+        if errors.is_empty() {
+            return None;
+        }
+        let first = errors.remove(0);
+        Some(first.with_related(errors))
+    }
+
+    /// Render for a terminal or a snapshot. `color` off gives plain ASCII-art-free
+    /// unicode suitable for tests.
+    pub fn render(&self, color: bool, width: usize) -> String {
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let handler = miette::GraphicalReportHandler::new_themed(theme)
+            .with_width(width)
+            .with_links(false);
+        let mut out = String::new();
+        let view = DiagView::new(self);
+        if handler.render_report(&mut out, &view).is_err() {
+            out = format!("error[{}]: {}", self.code, self.message);
+        }
+        out
+    }
+}
+
+impl fmt::Display for Diag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(loc) = self.location() {
+            write!(f, " (at {loc})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diag {}
+
+impl From<std::io::Error> for Diag {
+    fn from(e: std::io::Error) -> Diag {
+        Diag::new("nrl::io", e.to_string())
+    }
+}
+
+/// A render-time view of a [`Diag`]: the labels of one file plus related views for the
+/// labels in other files, in the shape miette wants.
+struct DiagView<'a> {
+    diag: &'a Diag,
+    message: String,
+    source: Option<NamedSource<Arc<str>>>,
+    labels: Vec<LabeledSpan>,
+    related: Vec<DiagView<'a>>,
+    help: Option<String>,
+    code: Option<&'static str>,
+    severity: Severity,
+}
+
+impl<'a> DiagView<'a> {
+    fn new(diag: &'a Diag) -> DiagView<'a> {
+        let mut views = Vec::new();
+        let mut labels = Vec::new();
+        let mut source = None;
+        let primary_src = diag.labels.first().map(|l| l.span.src);
+        let mut foreign: Vec<&Label> = Vec::new();
+        for l in &diag.labels {
+            if Some(l.span.src) == primary_src {
+                labels.push(LabeledSpan::new_with_span(
+                    Some(l.text.clone()),
+                    (l.span.start as usize, l.span.len()),
+                ));
+            } else {
+                foreign.push(l);
+            }
+        }
+        if let Some(first) = diag.labels.first() {
+            let file = first.span.file();
+            source = Some(NamedSource::new(file.name.clone(), file.text.clone()));
+        }
+        for l in foreign {
+            let file = l.span.file();
+            views.push(DiagView {
+                diag,
+                message: l.text.clone(),
+                source: Some(NamedSource::new(file.name.clone(), file.text.clone())),
+                labels: vec![LabeledSpan::new_with_span(
+                    Some(l.text.clone()),
+                    (l.span.start as usize, l.span.len()),
+                )],
+                related: Vec::new(),
+                help: None,
+                code: None,
+                severity: Severity::Advice,
+            });
+        }
+        for r in &diag.related {
+            views.push(DiagView::new(r));
+        }
+        let mut help = diag.help.clone();
+        if !diag.notes.is_empty() {
+            let notes = diag
+                .notes
+                .iter()
+                .map(|n| format!("note: {n}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            help = Some(match help {
+                Some(h) => format!("{h}\n{notes}"),
+                None => notes,
+            });
+        }
+        DiagView {
+            diag,
+            message: diag.message.clone(),
+            source,
+            labels,
+            related: views,
+            help,
+            code: Some(diag.code),
+            severity: diag.severity,
+        }
+    }
+}
+
+impl fmt::Debug for DiagView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.diag, f)
+    }
+}
+
+impl fmt::Display for DiagView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DiagView<'_> {}
+
+impl Diagnostic for DiagView<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.code.map(|c| Box::new(c) as Box<dyn fmt::Display>)
+    }
+
+    fn severity(&self) -> Option<Severity> {
+        Some(self.severity)
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h.clone()) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        if self.labels.is_empty() {
+            None
+        } else {
+            Some(Box::new(self.labels.iter().cloned()))
+        }
+    }
+
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn Diagnostic> + 'b>> {
+        if self.related.is_empty() {
+            None
+        } else {
+            Some(Box::new(self.related.iter().map(|r| r as &dyn Diagnostic)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::source::{SourceKind, add_source};
+
+    #[test]
+    fn renders_code_label_and_help() {
+        let id = add_source("r.yaml", None, "a: 1\nimagee: x\n", SourceKind::Text);
+        let d = Diag::new("nrl::config::unknown_key", "unknown key `imagee`")
+            .label(Some(Span::new(id, 5, 11)), "not a field of infra")
+            .help("did you mean `image`?");
+        let out = d.render(false, 80);
+        assert!(out.contains("nrl::config::unknown_key"), "{out}");
+        assert!(out.contains("r.yaml:2:1"), "{out}");
+        assert!(out.contains("did you mean `image`?"), "{out}");
+        assert_eq!(d.exit, Exit::Input);
+        assert_eq!(d.location().as_deref(), Some("r.yaml:2:1"));
+    }
+}

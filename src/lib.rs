@@ -1,0 +1,7 @@
+//! `nrl`: launch, watch and debug NeMo-RL training runs and NeMo Gym benchmark jobs on
+//! Kubernetes. The binary is a thin front door; everything lives in this library so the
+//! commands and the Rhai built-ins share one code path.
+
+pub mod cli;
+pub mod config;
+pub mod diag;

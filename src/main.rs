@@ -1,0 +1,26 @@
+//! `nrl` binary: install the crypto provider, parse the command line, run, and map the
+//! outcome to an exit code. Everything else lives in the library.
+
+use std::io::IsTerminal;
+
+use clap::Parser;
+
+fn main() {
+    // One TLS crypto library (ring) for kube and reqwest; must precede any client.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = nrl::cli::Cli::parse();
+    let code = match nrl::cli::run(cli) {
+        Ok(exit) => exit.code(),
+        Err(diag) => {
+            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let width = terminal_width().unwrap_or(100);
+            eprintln!("{}", diag.render(color, width));
+            diag.exit.code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn terminal_width() -> Option<usize> {
+    std::env::var("COLUMNS").ok()?.parse().ok()
+}
