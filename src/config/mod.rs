@@ -1,6 +1,7 @@
 //! Configuration engine: YAML with spans, `defaults:` inheritance, the four infra layers,
 //! Hydra overrides, OmegaConf interpolation, provenance and the typed infra schema.
 
+pub mod env;
 pub mod node;
 pub mod source;
 pub mod yaml;

@@ -1,0 +1,107 @@
+//! The process environment as an injectable dependency, so `${oc.env:…}`, `${user:}`,
+//! user-defaults paths and namespace inference are hermetic in tests.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Read-only view of environment variables and the few machine facts config needs.
+pub trait Env: Send + Sync {
+    fn var(&self, name: &str) -> Option<String>;
+
+    /// Home directory (for `~/.config/...`).
+    fn home(&self) -> Option<PathBuf> {
+        self.var("HOME").map(PathBuf::from)
+    }
+
+    /// Path of the in-cluster service-account namespace file.
+    fn service_account_namespace_file(&self) -> PathBuf {
+        PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    }
+}
+
+/// The real process environment.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    fn home(&self) -> Option<PathBuf> {
+        dirs::home_dir()
+    }
+}
+
+/// A fixed environment for tests and scripts.
+#[derive(Debug, Default, Clone)]
+pub struct MapEnv {
+    pub vars: HashMap<String, String>,
+    pub sa_namespace_file: Option<PathBuf>,
+}
+
+impl MapEnv {
+    pub fn new<const N: usize>(pairs: [(&str, &str); N]) -> MapEnv {
+        MapEnv {
+            vars: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            sa_namespace_file: None,
+        }
+    }
+
+    pub fn set(&mut self, k: &str, v: &str) -> &mut Self {
+        self.vars.insert(k.to_string(), v.to_string());
+        self
+    }
+}
+
+impl Env for MapEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).cloned()
+    }
+
+    fn service_account_namespace_file(&self) -> PathBuf {
+        self.sa_namespace_file
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/nonexistent/nrl-test/namespace"))
+    }
+}
+
+/// The user name nrl acts as: `NRL_USER`, then `NRL_K8S_USER`, then the login name;
+/// lower-cased with `_` and `.` turned into `-` (what `${user:}` gives and what owner
+/// labels carry).
+pub fn username(env: &dyn Env) -> String {
+    let raw = ["NRL_USER", "NRL_K8S_USER"]
+        .iter()
+        .filter_map(|k| env.var(k))
+        .find(|v| !v.is_empty())
+        .or_else(|| {
+            ["LOGNAME", "USER", "LNAME", "USERNAME"]
+                .iter()
+                .filter_map(|k| env.var(k))
+                .find(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| "nobody".to_string());
+    normalise_user(&raw)
+}
+
+pub fn normalise_user(raw: &str) -> String {
+    raw.to_lowercase().replace(['_', '.'], "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn username_precedence_and_normalisation() {
+        let env = MapEnv::new([("NRL_K8S_USER", "Alice_B.C"), ("USER", "bob")]);
+        assert_eq!(username(&env), "alice-b-c");
+        let env = MapEnv::new([("NRL_USER", "Zed"), ("NRL_K8S_USER", "alice")]);
+        assert_eq!(username(&env), "zed");
+        let env = MapEnv::new([("NRL_USER", ""), ("USER", "carol")]);
+        assert_eq!(username(&env), "carol");
+    }
+}
