@@ -39,9 +39,14 @@ pub struct Label {
     pub text: String,
 }
 
-/// The library's error type.
+/// The library's error type. Boxed so that `Result<T, Diag>` stays one pointer wide;
+/// fields are reached through `Deref` (`diag.code`, `diag.message`).
 #[derive(Debug, Clone)]
-pub struct Diag {
+pub struct Diag(Box<DiagInner>);
+
+/// The contents of a [`Diag`].
+#[derive(Debug, Clone)]
+pub struct DiagInner {
     pub code: &'static str,
     pub message: String,
     pub labels: Vec<Label>,
@@ -58,7 +63,7 @@ pub type Result<T, E = Diag> = std::result::Result<T, E>;
 impl Diag {
     /// A bad-input error (exit 2).
     pub fn new(code: &'static str, message: impl Into<String>) -> Diag {
-        Diag {
+        Diag(Box::new(DiagInner {
             code,
             message: message.into(),
             labels: Vec::new(),
@@ -67,7 +72,7 @@ impl Diag {
             exit: Exit::Input,
             severity: Severity::Error,
             related: Vec::new(),
-        }
+        }))
     }
 
     /// A cluster / Ray API failure (exit 3).
@@ -148,6 +153,19 @@ impl Diag {
             out = format!("error[{}]: {}", self.code, self.message);
         }
         out
+    }
+}
+
+impl std::ops::Deref for Diag {
+    type Target = DiagInner;
+    fn deref(&self) -> &DiagInner {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Diag {
+    fn deref_mut(&mut self) -> &mut DiagInner {
+        &mut self.0
     }
 }
 

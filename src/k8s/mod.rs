@@ -1,0 +1,16 @@
+//! Kubernetes through kube-rs: connect, server-side apply, get/list/delete, watch-based
+//! waits, pod logs, port-forward and exec. Knows nothing about recipes.
+
+pub mod client;
+pub mod errors;
+pub mod exec;
+pub mod logs;
+pub mod objects;
+pub mod portforward;
+pub mod resources;
+pub mod retry;
+pub mod wait;
+
+pub use client::{ConnectOptions, K8s};
+pub use objects::{ApplyOptions, Drift, ObjectRef};
+pub use wait::Verdict;

@@ -1,0 +1,275 @@
+//! Object operations on the kinds nrl manages: server-side apply (field manager `nrl`),
+//! get, list, delete, and drift detection by server-side dry-run apply.
+
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PropagationPolicy,
+};
+use kube::discovery::ApiResource;
+use serde_json::Value as Json;
+
+use super::client::K8s;
+use super::errors::{Action, is_not_found, to_diag};
+use super::resources::api_resource;
+use super::retry::{Backoff, retry};
+use crate::diag::{Diag, Result};
+
+pub const FIELD_MANAGER: &str = "nrl";
+
+/// apiVersion, kind, name and namespace of a manifest.
+#[derive(Debug, Clone)]
+pub struct ObjectRef {
+    pub resource: ApiResource,
+    pub name: String,
+    pub namespace: String,
+}
+
+impl ObjectRef {
+    pub fn of(obj: &Json, default_ns: &str) -> Result<ObjectRef> {
+        let s = |p: &str| obj.pointer(p).and_then(Json::as_str).unwrap_or("");
+        let resource = api_resource(s("/apiVersion"), s("/kind"))?;
+        let name = s("/metadata/name").to_string();
+        if name.is_empty() {
+            return Err(Diag::new(
+                "nrl::k8s::name",
+                format!("{} has no metadata.name", resource.kind),
+            ));
+        }
+        let ns = match s("/metadata/namespace") {
+            "" => default_ns.to_string(),
+            ns => ns.to_string(),
+        };
+        Ok(ObjectRef {
+            resource,
+            name,
+            namespace: ns,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        format!("{}/{}", self.resource.kind, self.name)
+    }
+}
+
+/// Options for [`K8s::apply`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApplyOptions {
+    pub dry_run: bool,
+    /// Take over fields owned by another field manager.
+    pub force: bool,
+}
+
+impl K8s {
+    pub fn api(&self, ar: &ApiResource, ns: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), ns, ar)
+    }
+
+    /// Server-side apply (idempotent, so retried on transient errors).
+    pub async fn apply(&self, obj: &Json, opts: ApplyOptions) -> Result<Json> {
+        let r = ObjectRef::of(obj, &self.namespace)?;
+        let api = self.api(&r.resource, &r.namespace);
+        let mut pp = PatchParams::apply(FIELD_MANAGER);
+        pp.force = opts.force;
+        pp.dry_run = opts.dry_run;
+        let mut body = obj.clone();
+        if let Some(m) = body.pointer_mut("/metadata").and_then(Json::as_object_mut) {
+            m.insert("namespace".into(), Json::String(r.namespace.clone()));
+        }
+        let patch = Patch::Apply(&body);
+        let out = retry(Backoff::default(), || api.patch(&r.name, &pp, &patch))
+            .await
+            .map_err(|e| {
+                to_diag(
+                    e,
+                    &Action {
+                        verb: "apply",
+                        resource: &r.resource.plural,
+                        name: Some(&r.name),
+                        namespace: Some(&r.namespace),
+                    },
+                )
+            })?;
+        serde_json::to_value(out).map_err(|e| Diag::api("nrl::k8s::decode", e.to_string()))
+    }
+
+    /// Get an object; `None` if it does not exist.
+    pub async fn get(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<Option<Json>> {
+        let api = self.api(ar, ns);
+        match retry(Backoff::default(), || api.get_opt(name)).await {
+            Ok(o) => Ok(o.and_then(|o| serde_json::to_value(o).ok())),
+            Err(e) => Err(to_diag(
+                e,
+                &Action {
+                    verb: "get",
+                    resource: &ar.plural,
+                    name: Some(name),
+                    namespace: Some(ns),
+                },
+            )),
+        }
+    }
+
+    /// List objects, optionally by label selector.
+    pub async fn list(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        labels: Option<&str>,
+    ) -> Result<Vec<Json>> {
+        let api = self.api(ar, ns);
+        let mut lp = ListParams::default();
+        if let Some(l) = labels {
+            lp = lp.labels(l);
+        }
+        let list = retry(Backoff::default(), || api.list(&lp))
+            .await
+            .map_err(|e| {
+                to_diag(
+                    e,
+                    &Action {
+                        verb: "list",
+                        resource: &ar.plural,
+                        name: None,
+                        namespace: Some(ns),
+                    },
+                )
+            })?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .collect())
+    }
+
+    /// Delete (foreground propagation so dependents go first). Returns whether it existed.
+    pub async fn delete(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<bool> {
+        let api = self.api(ar, ns);
+        let dp = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        match retry(Backoff::default(), || api.delete(name, &dp)).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(to_diag(
+                e,
+                &Action {
+                    verb: "delete",
+                    resource: &ar.plural,
+                    name: Some(name),
+                    namespace: Some(ns),
+                },
+            )),
+        }
+    }
+
+    /// Compare a manifest with the live object through a server-side dry-run apply:
+    /// only changes to what nrl would write count, never server-filled defaults.
+    pub async fn drift(&self, obj: &Json) -> Result<Drift> {
+        let r = ObjectRef::of(obj, &self.namespace)?;
+        let Some(live) = self.get(&r.resource, &r.namespace, &r.name).await? else {
+            return Ok(Drift::Missing);
+        };
+        let dry = self
+            .apply(
+                obj,
+                ApplyOptions {
+                    dry_run: true,
+                    force: true,
+                },
+            )
+            .await?;
+        let mut changes = Vec::new();
+        diff_paths("", &comparable(&live), &comparable(&dry), &mut changes);
+        if changes.is_empty() {
+            Ok(Drift::None)
+        } else {
+            Ok(Drift::Changed(changes))
+        }
+    }
+}
+
+/// Result of [`K8s::drift`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    Missing,
+    None,
+    /// JSON paths that would change.
+    Changed(Vec<String>),
+}
+
+/// The parts of an object an apply can change: labels, annotations, spec (and data).
+fn comparable(obj: &Json) -> Json {
+    let mut out = serde_json::Map::new();
+    for key in ["spec", "data", "stringData"] {
+        if let Some(v) = obj.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    for key in ["labels", "annotations"] {
+        if let Some(v) = obj.pointer(&format!("/metadata/{key}")) {
+            out.insert(format!("metadata.{key}"), v.clone());
+        }
+    }
+    Json::Object(out)
+}
+
+/// Paths where `a` and `b` differ.
+pub fn diff_paths(prefix: &str, a: &Json, b: &Json, out: &mut Vec<String>) {
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) => diff_paths(&join(k), v, w, out),
+                    None => out.push(join(k)),
+                }
+            }
+            for k in y.keys().filter(|k| !x.contains_key(*k)) {
+                out.push(join(k));
+            }
+        }
+        (Json::Array(x), Json::Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                diff_paths(&format!("{prefix}[{i}]"), v, w, out);
+            }
+        }
+        _ if a != b => out.push(if prefix.is_empty() {
+            ".".into()
+        } else {
+            prefix.into()
+        }),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_lists_changed_paths_only() {
+        let a = json!({"spec": {"a": 1, "l": [1, {"x": 2}], "same": "s"}});
+        let b = json!({"spec": {"a": 2, "l": [1, {"x": 3}], "same": "s", "new": true}});
+        let mut out = Vec::new();
+        diff_paths("", &a, &b, &mut out);
+        assert_eq!(out, ["spec.a", "spec.l[1].x", "spec.new"]);
+    }
+
+    #[test]
+    fn object_ref_reads_manifest() {
+        let m =
+            json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}});
+        let r = ObjectRef::of(&m, "ns").unwrap();
+        assert_eq!(r.namespace, "ns");
+        assert_eq!(r.describe(), "RayCluster/rc");
+        let bad = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {}});
+        assert!(ObjectRef::of(&bad, "ns").is_err());
+    }
+}

@@ -1,0 +1,226 @@
+//! Waiting on objects with watches (never fixed-interval GETs) and explicit deadlines.
+//!
+//! One watch per wait, filtered to the object by name: the initial list tells whether it
+//! exists, then only changes arrive. Transient watch failures (dropped connections, 410
+//! Gone) are retried by kube-runtime's watcher with backoff, relisting when needed;
+//! permission errors end the wait at once.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::discovery::ApiResource;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value as Json;
+
+use super::client::K8s;
+use super::errors::{Action, to_diag};
+use crate::diag::{Diag, Result};
+
+/// What a check decides after seeing the object's current state.
+pub enum Verdict<T> {
+    /// Keep waiting.
+    Pending,
+    Done(T),
+    Fail(Diag),
+}
+
+impl K8s {
+    /// Watch `name` until `check` returns `Done`/`Fail` or `timeout` passes. `check` sees
+    /// `None` while the object does not exist. `on_change` is called with every new state
+    /// (for progress lines).
+    pub async fn wait_for<T>(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        mut check: impl FnMut(Option<&Json>) -> Verdict<T>,
+    ) -> Result<T> {
+        let api = self.api(ar, ns);
+        let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut stream = Box::pin(watcher::watcher(api, cfg).default_backoff());
+        let mut seen_in_init = false;
+        let mut last: Option<Json> = None;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, stream.next()).await;
+            let ev = match next {
+                Err(_) => {
+                    let state = last
+                        .as_ref()
+                        .and_then(|o| o.get("status"))
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "no status yet".into());
+                    return Err(Diag::api(
+                        "nrl::k8s::timeout",
+                        format!(
+                            "timed out after {}s waiting for {} {name} to be {what} (last status: {state})",
+                            timeout.as_secs(),
+                            ar.kind
+                        ),
+                    )
+                    .help("raise --timeout, or inspect the object with `nrl status`"));
+                }
+                Ok(None) => {
+                    return Err(Diag::api(
+                        "nrl::k8s::watch",
+                        format!("the watch on {} {name} ended unexpectedly", ar.kind),
+                    ));
+                }
+                Ok(Some(ev)) => ev,
+            };
+            let state: Option<Option<Json>> = match ev {
+                Ok(Event::Init) => {
+                    seen_in_init = false;
+                    None
+                }
+                Ok(Event::InitApply(o)) => {
+                    seen_in_init = true;
+                    Some(serde_json::to_value(o).ok())
+                }
+                Ok(Event::InitDone) if !seen_in_init => Some(None),
+                Ok(Event::InitDone) => None,
+                Ok(Event::Apply(o)) => Some(serde_json::to_value(o).ok()),
+                Ok(Event::Delete(_)) => Some(None),
+                Err(e) => {
+                    if let watcher::Error::InitialListFailed(ke)
+                    | watcher::Error::WatchStartFailed(ke)
+                    | watcher::Error::WatchFailed(ke) = e
+                        && matches!(super::errors::status_code(&ke), Some(401 | 403))
+                    {
+                        return Err(to_diag(
+                            ke,
+                            &Action {
+                                verb: "watch",
+                                resource: &ar.plural,
+                                name: Some(name),
+                                namespace: Some(ns),
+                            },
+                        ));
+                    }
+                    // Anything else is transient; the watcher backs off and resumes.
+                    None
+                }
+            };
+            if let Some(obj) = state {
+                last = obj.clone();
+                match check(obj.as_ref()) {
+                    Verdict::Pending => {}
+                    Verdict::Done(t) => return Ok(t),
+                    Verdict::Fail(d) => return Err(d),
+                }
+            }
+        }
+    }
+
+    /// Wait until the object is gone.
+    pub async fn wait_deleted(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.wait_for(ar, ns, name, timeout, "deleted", |o| match o {
+            None => Verdict::Done(()),
+            Some(_) => Verdict::Pending,
+        })
+        .await
+    }
+
+    /// Delete and wait until gone.
+    pub async fn delete_and_wait(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<bool> {
+        let existed = self.delete(ar, ns, name).await?;
+        if existed {
+            self.wait_deleted(ar, ns, name, timeout).await?;
+        }
+        Ok(existed)
+    }
+}
+
+/// Read a string at a JSON pointer.
+pub fn str_at<'a>(o: &'a Json, ptr: &str) -> Option<&'a str> {
+    o.pointer(ptr).and_then(Json::as_str)
+}
+
+/// RayCluster: ready, or failed with KubeRay's reason.
+pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
+    let Some(o) = o else {
+        return Verdict::Pending;
+    };
+    match str_at(o, "/status/state") {
+        Some("ready") => Verdict::Done(o.clone()),
+        Some("failed") => Verdict::Fail(
+            Diag::api(
+                "nrl::k8s::raycluster_failed",
+                format!(
+                    "RayCluster {} failed: {}",
+                    str_at(o, "/metadata/name").unwrap_or("?"),
+                    str_at(o, "/status/reason").unwrap_or("no reason given")
+                ),
+            )
+            .help("inspect the head pod (`nrl logs … --source head`) and events"),
+        ),
+        _ => Verdict::Pending,
+    }
+}
+
+/// Deployment available (readyReplicas ≥ spec.replicas, default 1).
+pub fn deployment_available(o: Option<&Json>) -> Verdict<Json> {
+    let Some(o) = o else {
+        return Verdict::Pending;
+    };
+    let want = o
+        .pointer("/spec/replicas")
+        .and_then(Json::as_i64)
+        .unwrap_or(1);
+    let ready = o
+        .pointer("/status/readyReplicas")
+        .and_then(Json::as_i64)
+        .unwrap_or(0);
+    if ready >= want {
+        Verdict::Done(o.clone())
+    } else {
+        Verdict::Pending
+    }
+}
+
+/// RayJob deployment states KubeRay never leaves on its own.
+pub fn rayjob_terminal_state(s: &str) -> bool {
+    matches!(s, "Complete" | "Failed" | "ValidationFailed" | "Suspended")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn raycluster_verdicts() {
+        assert!(matches!(raycluster_ready(None), Verdict::Pending));
+        let ready = json!({"status": {"state": "ready"}});
+        assert!(matches!(raycluster_ready(Some(&ready)), Verdict::Done(_)));
+        let failed =
+            json!({"metadata": {"name": "rc"}, "status": {"state": "failed", "reason": "boom"}});
+        match raycluster_ready(Some(&failed)) {
+            Verdict::Fail(d) => assert!(d.message.contains("boom")),
+            _ => panic!("expected failure"),
+        }
+    }
+
+    #[test]
+    fn terminal_states() {
+        for s in ["Complete", "Failed", "ValidationFailed", "Suspended"] {
+            assert!(rayjob_terminal_state(s));
+        }
+        assert!(!rayjob_terminal_state("Running"));
+    }
+}
