@@ -7,14 +7,14 @@ use super::models::*;
 use crate::config::node::{Map, Node};
 
 /// Builds one mapping in field order.
-struct Obj(Map);
+struct Fields(Map);
 
-impl Obj {
-    fn new() -> Obj {
-        Obj(Map::new())
+impl Fields {
+    fn new() -> Fields {
+        Fields(Map::new())
     }
 
-    fn put(mut self, key: &str, value: Node) -> Obj {
+    fn put(mut self, key: &str, value: Node) -> Fields {
         self.0.insert(key.to_string(), value);
         self
     }
@@ -59,7 +59,7 @@ fn opt_node<T>(v: &Option<T>, f: impl Fn(&T) -> Node) -> Node {
 impl InfraConfig {
     /// The validated config as a plain tree (the `infra` of a `check -o` bundle).
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("namespace", Node::str(self.namespace.as_str()))
             .put("image", Node::str(self.image.as_str()))
             .put("imagePullSecrets", str_list(&self.image_pull_secrets))
@@ -92,7 +92,7 @@ impl InfraConfig {
 
 impl SchedulerSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("kind", enum_node(self.kind))
             .put("queue", str_or_null(&self.queue))
             .done()
@@ -101,7 +101,7 @@ impl SchedulerSpec {
 
 impl Toleration {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("key", Node::str(self.key.as_str()))
             .put("operator", enum_node(self.operator))
             .put("value", str_or_null(&self.value))
@@ -113,7 +113,7 @@ impl Toleration {
 
 impl PlacementSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("nodeSelector", str_map(&self.node_selector))
             .put(
                 "tolerations",
@@ -126,7 +126,7 @@ impl PlacementSpec {
 
 impl NetworkingSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("hostNetwork", Node::bool(self.host_network))
             .put("gloo_socket_ifname", str_or_null(&self.gloo_socket_ifname))
             .put("nccl_socket_ifname", str_or_null(&self.nccl_socket_ifname))
@@ -139,7 +139,7 @@ impl NetworkingSpec {
 
 impl WorkspaceSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("kind", enum_node(self.kind))
             .put("pvcName", str_or_null(&self.pvc_name))
             .put("mountPath", Node::str(self.mount_path.as_str()))
@@ -152,7 +152,7 @@ impl WorkspaceSpec {
 
 impl HFCacheSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("kind", enum_node(self.kind))
             .put("pvcName", str_or_null(&self.pvc_name))
             .put("mountPath", Node::str(self.mount_path.as_str()))
@@ -162,7 +162,7 @@ impl HFCacheSpec {
 
 impl CheckpointsSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("kind", enum_node(self.kind))
             .put("pvcName", str_or_null(&self.pvc_name))
             .put("mountPath", Node::str(self.mount_path.as_str()))
@@ -172,7 +172,7 @@ impl CheckpointsSpec {
 
 impl SubmitSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("kind", enum_node(self.kind))
             .put("portForward", enum_node(self.port_forward))
             .put("devPod", enum_node(self.dev_pod))
@@ -185,7 +185,7 @@ impl SubmitSpec {
 
 impl AttachSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("generation", str_or_null(&self.generation))
             .put("gym", str_or_null(&self.gym))
             .put("training", str_or_null(&self.training))
@@ -195,7 +195,7 @@ impl AttachSpec {
 
 impl LaunchSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("mode", enum_node(self.mode))
             .put("runMode", enum_node(self.run_mode))
             .put("attach", self.attach.to_node())
@@ -214,7 +214,7 @@ impl LaunchSpec {
 
 impl PodResources {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("cpu", str_or_null(&self.cpu))
             .put("memory", str_or_null(&self.memory))
             .put("gpu", int_or_null(self.gpu))
@@ -224,7 +224,7 @@ impl PodResources {
 
 impl ResourceProfile {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("head", self.head.to_node())
             .put("worker", self.worker.to_node())
             .done()
@@ -233,7 +233,7 @@ impl ResourceProfile {
 
 impl ResourcesSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("training", self.training.to_node())
             .put("generation", self.generation.to_node())
             .put("gym", self.gym.to_node())
@@ -243,7 +243,7 @@ impl ResourcesSpec {
 
 impl DaemonSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("entrypoint", Node::str(self.entrypoint.as_str()))
             .put("submissionId", str_or_null(&self.submission_id))
             .put("env", str_map(&self.env))
@@ -262,7 +262,7 @@ impl DaemonSpec {
 
 impl ClusterSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("name", Node::str(self.name.as_str()))
             .put("spec", self.spec.clone())
             .put("labels", str_map(&self.labels))
@@ -275,7 +275,7 @@ impl ClusterSpec {
 
 impl ClustersSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("training", opt_node(&self.training, ClusterSpec::to_node))
             .put(
                 "generation",
@@ -288,7 +288,7 @@ impl ClustersSpec {
 
 impl DeploymentSpec {
     pub fn to_node(&self) -> Node {
-        Obj::new()
+        Fields::new()
             .put("name", Node::str(self.name.as_str()))
             .put("spec", self.spec.clone())
             .put("labels", str_map(&self.labels))

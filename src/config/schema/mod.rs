@@ -12,6 +12,7 @@
 //! field is reported as a missing mandatory value instead of being accepted as text.
 
 mod check;
+mod convert;
 mod dump;
 mod enums;
 mod models;
@@ -19,6 +20,8 @@ mod parse;
 
 #[cfg(test)]
 mod test_policy;
+#[cfg(test)]
+mod test_reference;
 #[cfg(test)]
 mod test_schema;
 

@@ -2,10 +2,166 @@
 //! (only when every field validated; the first failing rule is the one reported).
 
 use super::check::*;
+use super::convert::*;
 use super::enums::*;
 use super::models::*;
 use crate::config::node::Node;
 use crate::diag::Diag;
+
+/// The keys each model accepts, in declaration order.
+const INFRA: Shape = Shape {
+    fields: &[
+        "namespace",
+        "image",
+        "imagePullSecrets",
+        "rayVersion",
+        "serviceAccount",
+        "scheduler",
+        "placement",
+        "networking",
+        "workspace",
+        "hf_cache",
+        "checkpoints",
+        "submit",
+        "launch",
+        "resources",
+        "kuberay",
+        "deployments",
+        "labels",
+        "annotations",
+    ],
+    sections: &[
+        ("scheduler", &SCHEDULER),
+        ("placement", &PLACEMENT),
+        ("networking", &NETWORKING),
+        ("workspace", &WORKSPACE),
+        ("hf_cache", &HF_CACHE),
+        ("checkpoints", &CHECKPOINTS),
+        ("submit", &SUBMIT),
+        ("launch", &LAUNCH),
+        ("kuberay", &CLUSTERS),
+    ],
+};
+const SCHEDULER: Shape = Shape {
+    fields: &["kind", "queue"],
+    sections: &[],
+};
+const TOLERATION: Shape = Shape {
+    fields: &["key", "operator", "value", "effect", "tolerationSeconds"],
+    sections: &[],
+};
+const PLACEMENT: Shape = Shape {
+    fields: &["nodeSelector", "tolerations", "affinity"],
+    sections: &[],
+};
+const NETWORKING: Shape = Shape {
+    fields: &[
+        "hostNetwork",
+        "gloo_socket_ifname",
+        "nccl_socket_ifname",
+        "nccl_ib_disable",
+        "nccl_net",
+        "extra_env",
+    ],
+    sections: &[],
+};
+const WORKSPACE: Shape = Shape {
+    fields: &[
+        "kind",
+        "pvcName",
+        "mountPath",
+        "repoSubdir",
+        "size",
+        "hostPath",
+    ],
+    sections: &[],
+};
+const HF_CACHE: Shape = Shape {
+    fields: &["kind", "pvcName", "mountPath"],
+    sections: &[],
+};
+const CHECKPOINTS: Shape = Shape {
+    fields: &["kind", "pvcName", "mountPath"],
+    sections: &[],
+};
+const SUBMIT: Shape = Shape {
+    fields: &[
+        "kind",
+        "portForward",
+        "devPod",
+        "localDashboardPort",
+        "submitter",
+        "execTmpDir",
+    ],
+    sections: &[],
+};
+const ATTACH: Shape = Shape {
+    fields: &["generation", "gym", "training"],
+    sections: &[],
+};
+const LAUNCH: Shape = Shape {
+    fields: &[
+        "mode",
+        "runMode",
+        "attach",
+        "peerWatcher",
+        "entrypoint",
+        "env",
+        "rayUploadPaths",
+        "codeSource",
+        "codePath",
+    ],
+    sections: &[("attach", &ATTACH)],
+};
+const POD_RESOURCES: Shape = Shape {
+    fields: &["cpu", "memory", "gpu"],
+    sections: &[],
+};
+const RESOURCE_PROFILE: Shape = Shape {
+    fields: &["head", "worker"],
+    sections: &[],
+};
+const RESOURCES: Shape = Shape {
+    fields: &["training", "generation", "gym"],
+    sections: &[],
+};
+const DAEMON: Shape = Shape {
+    fields: &[
+        "entrypoint",
+        "submissionId",
+        "env",
+        "healthCheckUrl",
+        "healthCheckTimeoutS",
+        "rayUploadPaths",
+    ],
+    sections: &[],
+};
+const CLUSTER: Shape = Shape {
+    fields: &[
+        "name",
+        "spec",
+        "labels",
+        "annotations",
+        "segmentSize",
+        "daemon",
+    ],
+    sections: &[("daemon", &DAEMON)],
+};
+const CLUSTERS: Shape = Shape {
+    fields: &["training", "generation", "gym"],
+    sections: &[],
+};
+const DEPLOYMENT: Shape = Shape {
+    fields: &[
+        "name",
+        "spec",
+        "labels",
+        "annotations",
+        "healthCheckUrl",
+        "healthCheckTimeoutS",
+    ],
+    sections: &[],
+};
 
 /// Report a broken cross-field rule at the first of `at` that is present in the model.
 fn rule<T>(
@@ -30,27 +186,7 @@ fn blank(s: &Option<String>) -> bool {
 }
 
 pub(super) fn infra(cx: &mut Cx, node: &Node, path: &Path) -> Option<InfraConfig> {
-    const FIELDS: &[&str] = &[
-        "namespace",
-        "image",
-        "imagePullSecrets",
-        "rayVersion",
-        "serviceAccount",
-        "scheduler",
-        "placement",
-        "networking",
-        "workspace",
-        "hf_cache",
-        "checkpoints",
-        "submit",
-        "launch",
-        "resources",
-        "kuberay",
-        "deployments",
-        "labels",
-        "annotations",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &INFRA)?;
     let namespace = o.req(
         cx,
         "namespace",
@@ -90,7 +226,7 @@ pub(super) fn infra(cx: &mut Cx, node: &Node, path: &Path) -> Option<InfraConfig
 }
 
 pub(super) fn scheduler(cx: &mut Cx, node: &Node, path: &Path) -> Option<SchedulerSpec> {
-    let mut o = Obj::open(cx, node, path, &["kind", "queue"])?;
+    let mut o = Obj::open(cx, node, path, &SCHEDULER)?;
     let v = SchedulerSpec {
         kind: o.or(cx, "kind", enum_value, SchedulerKind::Default),
         queue: o.opt(cx, "queue", strict_str),
@@ -115,8 +251,7 @@ pub(super) fn scheduler(cx: &mut Cx, node: &Node, path: &Path) -> Option<Schedul
 }
 
 fn toleration(cx: &mut Cx, node: &Node, path: &Path) -> Option<Toleration> {
-    const FIELDS: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &TOLERATION)?;
     let key = o.req(cx, "key", strict_str);
     let v = Toleration {
         key: key.unwrap_or_default(),
@@ -129,7 +264,7 @@ fn toleration(cx: &mut Cx, node: &Node, path: &Path) -> Option<Toleration> {
 }
 
 fn placement(cx: &mut Cx, node: &Node, path: &Path) -> Option<PlacementSpec> {
-    let mut o = Obj::open(cx, node, path, &["nodeSelector", "tolerations", "affinity"])?;
+    let mut o = Obj::open(cx, node, path, &PLACEMENT)?;
     let v = PlacementSpec {
         node_selector: o.or(cx, "nodeSelector", str_map, StrMap::new()),
         tolerations: o.or(cx, "tolerations", list_of(toleration), Vec::new()),
@@ -139,15 +274,7 @@ fn placement(cx: &mut Cx, node: &Node, path: &Path) -> Option<PlacementSpec> {
 }
 
 fn networking(cx: &mut Cx, node: &Node, path: &Path) -> Option<NetworkingSpec> {
-    const FIELDS: &[&str] = &[
-        "hostNetwork",
-        "gloo_socket_ifname",
-        "nccl_socket_ifname",
-        "nccl_ib_disable",
-        "nccl_net",
-        "extra_env",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &NETWORKING)?;
     let v = NetworkingSpec {
         host_network: o.or(cx, "hostNetwork", lax_bool, false),
         gloo_socket_ifname: o.opt(cx, "gloo_socket_ifname", strict_str),
@@ -160,15 +287,7 @@ fn networking(cx: &mut Cx, node: &Node, path: &Path) -> Option<NetworkingSpec> {
 }
 
 pub(super) fn workspace(cx: &mut Cx, node: &Node, path: &Path) -> Option<WorkspaceSpec> {
-    const FIELDS: &[&str] = &[
-        "kind",
-        "pvcName",
-        "mountPath",
-        "repoSubdir",
-        "size",
-        "hostPath",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &WORKSPACE)?;
     let d = WorkspaceSpec::default();
     let v = WorkspaceSpec {
         kind: o.or(cx, "kind", enum_value, d.kind),
@@ -201,7 +320,7 @@ pub(super) fn workspace(cx: &mut Cx, node: &Node, path: &Path) -> Option<Workspa
 }
 
 pub(super) fn hf_cache(cx: &mut Cx, node: &Node, path: &Path) -> Option<HFCacheSpec> {
-    let mut o = Obj::open(cx, node, path, &["kind", "pvcName", "mountPath"])?;
+    let mut o = Obj::open(cx, node, path, &HF_CACHE)?;
     let d = HFCacheSpec::default();
     let v = HFCacheSpec {
         kind: o.or(cx, "kind", enum_value, d.kind),
@@ -223,7 +342,7 @@ pub(super) fn hf_cache(cx: &mut Cx, node: &Node, path: &Path) -> Option<HFCacheS
 }
 
 pub(super) fn checkpoints(cx: &mut Cx, node: &Node, path: &Path) -> Option<CheckpointsSpec> {
-    let mut o = Obj::open(cx, node, path, &["kind", "pvcName", "mountPath"])?;
+    let mut o = Obj::open(cx, node, path, &CHECKPOINTS)?;
     let d = CheckpointsSpec::default();
     let v = CheckpointsSpec {
         kind: o.or(cx, "kind", enum_value, d.kind),
@@ -245,15 +364,7 @@ pub(super) fn checkpoints(cx: &mut Cx, node: &Node, path: &Path) -> Option<Check
 }
 
 pub(super) fn submit(cx: &mut Cx, node: &Node, path: &Path) -> Option<SubmitSpec> {
-    const FIELDS: &[&str] = &[
-        "kind",
-        "portForward",
-        "devPod",
-        "localDashboardPort",
-        "submitter",
-        "execTmpDir",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &SUBMIT)?;
     let d = SubmitSpec::default();
     let v = SubmitSpec {
         kind: o.or(cx, "kind", enum_value, d.kind),
@@ -267,7 +378,7 @@ pub(super) fn submit(cx: &mut Cx, node: &Node, path: &Path) -> Option<SubmitSpec
 }
 
 fn attach(cx: &mut Cx, node: &Node, path: &Path) -> Option<AttachSpec> {
-    let mut o = Obj::open(cx, node, path, &["generation", "gym", "training"])?;
+    let mut o = Obj::open(cx, node, path, &ATTACH)?;
     let v = AttachSpec {
         generation: o.opt(cx, "generation", strict_str),
         gym: o.opt(cx, "gym", strict_str),
@@ -277,18 +388,7 @@ fn attach(cx: &mut Cx, node: &Node, path: &Path) -> Option<AttachSpec> {
 }
 
 pub(super) fn launch(cx: &mut Cx, node: &Node, path: &Path) -> Option<LaunchSpec> {
-    const FIELDS: &[&str] = &[
-        "mode",
-        "runMode",
-        "attach",
-        "peerWatcher",
-        "entrypoint",
-        "env",
-        "rayUploadPaths",
-        "codeSource",
-        "codePath",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &LAUNCH)?;
     let d = LaunchSpec::default();
     let v = LaunchSpec {
         mode: o.or(cx, "mode", enum_value, d.mode),
@@ -339,7 +439,7 @@ pub(super) fn launch(cx: &mut Cx, node: &Node, path: &Path) -> Option<LaunchSpec
 }
 
 fn pod_resources(cx: &mut Cx, node: &Node, path: &Path) -> Option<PodResources> {
-    let mut o = Obj::open(cx, node, path, &["cpu", "memory", "gpu"])?;
+    let mut o = Obj::open(cx, node, path, &POD_RESOURCES)?;
     let v = PodResources {
         cpu: o.opt(cx, "cpu", strict_str),
         memory: o.opt(cx, "memory", strict_str),
@@ -349,7 +449,7 @@ fn pod_resources(cx: &mut Cx, node: &Node, path: &Path) -> Option<PodResources> 
 }
 
 fn resource_profile(cx: &mut Cx, node: &Node, path: &Path) -> Option<ResourceProfile> {
-    let mut o = Obj::open(cx, node, path, &["head", "worker"])?;
+    let mut o = Obj::open(cx, node, path, &RESOURCE_PROFILE)?;
     let v = ResourceProfile {
         head: o.or(cx, "head", pod_resources, PodResources::default()),
         worker: o.or(cx, "worker", pod_resources, PodResources::default()),
@@ -358,7 +458,7 @@ fn resource_profile(cx: &mut Cx, node: &Node, path: &Path) -> Option<ResourcePro
 }
 
 fn resources(cx: &mut Cx, node: &Node, path: &Path) -> Option<ResourcesSpec> {
-    let mut o = Obj::open(cx, node, path, &["training", "generation", "gym"])?;
+    let mut o = Obj::open(cx, node, path, &RESOURCES)?;
     let v = ResourcesSpec {
         training: o.or(cx, "training", resource_profile, ResourceProfile::default()),
         generation: o.or(
@@ -373,15 +473,7 @@ fn resources(cx: &mut Cx, node: &Node, path: &Path) -> Option<ResourcesSpec> {
 }
 
 fn daemon(cx: &mut Cx, node: &Node, path: &Path) -> Option<DaemonSpec> {
-    const FIELDS: &[&str] = &[
-        "entrypoint",
-        "submissionId",
-        "env",
-        "healthCheckUrl",
-        "healthCheckTimeoutS",
-        "rayUploadPaths",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &DAEMON)?;
     let entrypoint = o.req(cx, "entrypoint", strict_str);
     let v = DaemonSpec {
         entrypoint: entrypoint.unwrap_or_default(),
@@ -411,15 +503,7 @@ fn segment_size(cx: &mut Cx, node: &Node, path: &Path) -> Option<i64> {
 }
 
 pub(super) fn cluster(cx: &mut Cx, node: &Node, path: &Path) -> Option<ClusterSpec> {
-    const FIELDS: &[&str] = &[
-        "name",
-        "spec",
-        "labels",
-        "annotations",
-        "segmentSize",
-        "daemon",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &CLUSTER)?;
     let name = o.req(cx, "name", strict_str);
     let spec = o.req(cx, "spec", free_map);
     let v = ClusterSpec {
@@ -434,7 +518,7 @@ pub(super) fn cluster(cx: &mut Cx, node: &Node, path: &Path) -> Option<ClusterSp
 }
 
 fn clusters(cx: &mut Cx, node: &Node, path: &Path) -> Option<ClustersSpec> {
-    let mut o = Obj::open(cx, node, path, &["training", "generation", "gym"])?;
+    let mut o = Obj::open(cx, node, path, &CLUSTERS)?;
     let v = ClustersSpec {
         training: o.opt(cx, "training", cluster),
         generation: o.opt(cx, "generation", cluster),
@@ -444,15 +528,7 @@ fn clusters(cx: &mut Cx, node: &Node, path: &Path) -> Option<ClustersSpec> {
 }
 
 fn deployment(cx: &mut Cx, node: &Node, path: &Path) -> Option<DeploymentSpec> {
-    const FIELDS: &[&str] = &[
-        "name",
-        "spec",
-        "labels",
-        "annotations",
-        "healthCheckUrl",
-        "healthCheckTimeoutS",
-    ];
-    let mut o = Obj::open(cx, node, path, FIELDS)?;
+    let mut o = Obj::open(cx, node, path, &DEPLOYMENT)?;
     let name = o.req(cx, "name", strict_str);
     let spec = o.req(cx, "spec", free_map);
     let v = DeploymentSpec {
