@@ -3,7 +3,7 @@
 
 use super::test_schema::{err, min_plus, ok, part, yaml};
 use super::*;
-use crate::config::node::Value;
+use crate::config::node::{Node, Value};
 
 fn codes(e: &Diag) -> Vec<&'static str> {
     std::iter::once(e.code)
@@ -49,9 +49,13 @@ mod stripping {
         let cfg = ok(validate(&min_plus(
             "kuberay:\n  training:\n    name: rc\n    spec: {rayVersion: ' 2.52.0 ', replicas: 4}\n",
         )));
-        let spec = &cfg.kuberay.training.as_ref().map(|c| c.spec.clone());
-        let spec = spec.as_ref().and_then(|s| s.get("rayVersion"));
-        assert_eq!(spec.and_then(|n| n.as_str()), Some(" 2.52.0 "));
+        let ray_version = cfg
+            .kuberay
+            .training
+            .as_ref()
+            .and_then(|c| c.spec.get("rayVersion"))
+            .and_then(Node::as_str);
+        assert_eq!(ray_version, Some(" 2.52.0 "));
     }
 
     #[test]
