@@ -3,7 +3,7 @@
 use base64::Engine;
 
 use super::path::{JsonPath, Seg};
-use super::schema::{Extra, Family, Format, Registry, Schema, SchemaId, types};
+use super::schema::{CompiledKind, Extra, Family, Format, Schema, SchemaId, types};
 use super::suggest::{did_you_mean, list_some};
 use crate::config::node::{Node, Value};
 use crate::config::source::Span;
@@ -15,7 +15,7 @@ pub(super) const CODE: &str = "nrl::render::schema";
 const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 
 pub(super) struct Checker<'a> {
-    reg: &'a Registry,
+    reg: &'a CompiledKind,
     family: Family,
     /// `RayCluster alice-x`, the prefix of every message.
     object: &'a str,
@@ -24,10 +24,10 @@ pub(super) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    pub fn new(reg: &'a Registry, family: Family, object: &'a str) -> Checker<'a> {
+    pub fn new(reg: &'a CompiledKind, object: &'a str) -> Checker<'a> {
         Checker {
             reg,
-            family,
+            family: reg.family,
             object,
             path: JsonPath::default(),
             out: Vec::new(),
@@ -168,7 +168,7 @@ impl<'a> Checker<'a> {
             );
         }
         if let Some(p) = s.pattern {
-            let pat = &self.reg.patterns[p as usize];
+            let pat = self.reg.pattern(p);
             if !pat.regex.is_match(v) {
                 let (what, help) = if pat.source.as_ref() == QUANTITY_PATTERN {
                     (

@@ -65,19 +65,6 @@ pub fn check_names(obj: &Node) -> Vec<Diag> {
 
 /// Schema problems alone.
 fn schema_problems(obj: &Node) -> Vec<Diag> {
-    let reg = match schema::registry() {
-        Ok(r) => r,
-        Err(e) => {
-            // The embedded data is checked by the tests; this is a build defect.
-            return vec![
-                Diag::new(
-                    "nrl::render::schema_bundle",
-                    format!("bundled schemas are broken: {e}"),
-                )
-                .help("this is a bug in nrl; please report it"),
-            ];
-        }
-    };
     let object = describe(obj);
     if obj.as_map().is_none() {
         return vec![
@@ -111,11 +98,24 @@ fn schema_problems(obj: &Node) -> Vec<Diag> {
             .help(format!("objects nrl validates: {}", supported_list())),
         ];
     };
-    let Some(entry) = reg.kind(av, k) else {
+    let Some(index) = schema::find_kind(av, k) else {
         return vec![unknown_kind(av, k, api_version, kind, &object)];
     };
-    let mut checker = check::Checker::new(reg, entry.family, &object);
-    checker.check(entry.root, obj, obj.span);
+    let compiled = match schema::compiled(index) {
+        Ok(c) => c,
+        Err(e) => {
+            // The embedded data is checked by the tests; this is a build defect.
+            return vec![
+                Diag::new(
+                    "nrl::render::schema_bundle",
+                    format!("bundled schemas are broken: {e}"),
+                )
+                .help("this is a bug in nrl; please report it"),
+            ];
+        }
+    };
+    let mut checker = check::Checker::new(compiled, &object);
+    checker.check(compiled.root, obj, obj.span);
     checker.out
 }
 

@@ -111,98 +111,87 @@ pub(super) enum Family {
     Crd,
 }
 
-pub(super) struct KindEntry {
-    pub api_version: &'static str,
-    pub kind: &'static str,
+/// One kind's schema, compiled into its own arena.
+pub(super) struct CompiledKind {
     pub family: Family,
     pub root: SchemaId,
+    nodes: Vec<Schema>,
+    patterns: Vec<Pattern>,
 }
 
-pub(super) struct Registry {
-    pub nodes: Vec<Schema>,
-    pub patterns: Vec<Pattern>,
-    pub kinds: Vec<KindEntry>,
-}
-
-impl Registry {
+impl CompiledKind {
     pub fn node(&self, id: SchemaId) -> &Schema {
         &self.nodes[id as usize]
     }
 
-    pub fn kind(&self, api_version: &str, kind: &str) -> Option<&KindEntry> {
-        self.kinds
-            .iter()
-            .find(|k| k.api_version == api_version && k.kind == kind)
+    pub fn pattern(&self, id: u16) -> &Pattern {
+        &self.patterns[id as usize]
     }
 }
 
-/// The compiled registry, built on first use. An error means the embedded data is broken
-/// (a bug caught by the tests), never bad user input.
-pub(super) fn registry() -> Result<&'static Registry, &'static str> {
-    static REGISTRY: OnceLock<Result<Registry, String>> = OnceLock::new();
-    REGISTRY
-        .get_or_init(build_registry)
+const KIND_COUNT: usize = KIND_SOURCES.len();
+
+/// Index of the bundled schema for `apiVersion`/`kind`.
+pub(super) fn find_kind(api_version: &str, kind: &str) -> Option<usize> {
+    KIND_SOURCES
+        .iter()
+        .position(|k| k.api_version == api_version && k.kind == kind)
+}
+
+/// The compiled schema of kind `index`, built on first use: a process validating only a
+/// RayJob parses only the RayJob file. An error means the embedded data is broken (a bug
+/// the tests catch), never bad user input.
+pub(super) fn compiled(index: usize) -> Result<&'static CompiledKind, &'static str> {
+    static KINDS: [OnceLock<Result<CompiledKind, String>>; KIND_COUNT] =
+        [const { OnceLock::new() }; KIND_COUNT];
+    let slot = KINDS.get(index).ok_or("no such bundled kind")?;
+    slot.get_or_init(|| compile_kind(index))
         .as_ref()
         .map_err(String::as_str)
 }
 
-fn build_registry() -> Result<Registry, String> {
-    let k8s: Value = serde_json::from_str(K8S_DEFINITIONS)
-        .map_err(|e| format!("kubernetes _definitions.json: {e}"))?;
-    let k8s_defs = k8s
-        .get("$defs")
-        .and_then(Value::as_object)
-        .ok_or("kubernetes _definitions.json has no $defs")?;
-    let mut docs = Vec::with_capacity(KIND_SOURCES.len());
-    for src in KIND_SOURCES {
-        let doc: Value = serde_json::from_str(src.text)
-            .map_err(|e| format!("schema of {} {}: {e}", src.api_version, src.kind))?;
-        docs.push(doc);
-    }
+/// The Kubernetes definitions, parsed once and shared by the built-in kinds.
+fn k8s_definitions() -> Result<&'static Map<String, Value>, &'static str> {
+    static DEFS: OnceLock<Result<Value, String>> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        serde_json::from_str(K8S_DEFINITIONS).map_err(|e| format!("_definitions.json: {e}"))
+    })
+    .as_ref()
+    .map_err(String::as_str)?
+    .get("$defs")
+    .and_then(Value::as_object)
+    .ok_or("_definitions.json has no $defs")
+}
+
+fn compile_kind(index: usize) -> Result<CompiledKind, String> {
+    let src = KIND_SOURCES.get(index).ok_or("no such bundled kind")?;
+    let what = format!("schema of {} {}", src.api_version, src.kind);
+    let doc: Value = serde_json::from_str(src.text).map_err(|e| format!("{what}: {e}"))?;
     let empty = Map::new();
-    let mut scopes: Vec<&Map<String, Value>> = vec![k8s_defs];
-    for (doc, src) in docs.iter().zip(KIND_SOURCES) {
-        scopes.push(match src.family {
-            Family::Kubernetes => k8s_defs,
-            Family::Crd => doc
-                .get("$defs")
-                .and_then(Value::as_object)
-                .unwrap_or(&empty),
-        });
-    }
+    let defs = match src.family {
+        Family::Kubernetes => k8s_definitions()?,
+        // CRD files carry their own `$defs`, ObjectMeta included.
+        Family::Crd => doc
+            .get("$defs")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty),
+    };
     let mut c = Compiler {
         nodes: Vec::new(),
         patterns: Vec::new(),
         pattern_ids: HashMap::new(),
         defs: HashMap::new(),
-        scopes,
+        source: defs,
+        family: src.family,
     };
-    let object_meta = c.def(0, OBJECT_META, Family::Kubernetes, 0)?;
-    let mut kinds = Vec::with_capacity(KIND_SOURCES.len());
-    for (i, (doc, src)) in docs.iter().zip(KIND_SOURCES).enumerate() {
-        let scope = match src.family {
-            Family::Kubernetes => 0,
-            Family::Crd => i + 1,
-        };
-        let root = c
-            .compile(scope, doc, src.family, true)
-            .map_err(|e| format!("schema of {} {}: {e}", src.api_version, src.kind))?;
-        if src.family == Family::Crd {
-            // A CRD declares `metadata` as a bare object; the API server validates it as
-            // ObjectMeta itself.
-            c.set_prop(root, "metadata", object_meta);
-        }
-        kinds.push(KindEntry {
-            api_version: src.api_version,
-            kind: src.kind,
-            family: src.family,
-            root,
-        });
-    }
-    Ok(Registry {
+    let root = c
+        .compile(&doc, src.family, true)
+        .map_err(|e| format!("{what}: {e}"))?;
+    Ok(CompiledKind {
+        family: src.family,
+        root,
         nodes: c.nodes,
         patterns: c.patterns,
-        kinds,
     })
 }
 
@@ -210,10 +199,12 @@ struct Compiler<'j> {
     nodes: Vec<Schema>,
     patterns: Vec<Pattern>,
     pattern_ids: HashMap<String, u16>,
-    /// (scope, definition name) -> node.
-    defs: HashMap<(usize, String), SchemaId>,
-    /// `$defs` maps: 0 is Kubernetes, then one per kind source.
-    scopes: Vec<&'j Map<String, Value>>,
+    /// Definition name -> node.
+    defs: HashMap<String, SchemaId>,
+    /// The `$defs` that `#/$defs/NAME` refers to.
+    source: &'j Map<String, Value>,
+    /// The kind's family; definitions copied from Kubernetes keep Kubernetes semantics.
+    family: Family,
 }
 
 impl<'j> Compiler<'j> {
@@ -222,71 +213,47 @@ impl<'j> Compiler<'j> {
         (self.nodes.len() - 1) as SchemaId
     }
 
-    fn set_prop(&mut self, node: SchemaId, name: &str, target: SchemaId) {
-        let s = &mut self.nodes[node as usize];
-        if let Ok(i) = s.props.binary_search_by(|(k, _)| k.as_ref().cmp(name)) {
-            s.props[i].1 = target;
-        } else {
-            let mut props = s.props.to_vec();
-            props.push((name.into(), target));
-            props.sort_by(|a, b| a.0.cmp(&b.0));
-            s.props = props.into_boxed_slice();
-        }
-    }
-
     /// A named definition, compiled once; recursion is fine because the slot is reserved
     /// before the body is compiled.
-    fn def(
-        &mut self,
-        scope: usize,
-        name: &str,
-        family: Family,
-        depth: u32,
-    ) -> Result<SchemaId, String> {
-        if let Some(&id) = self.defs.get(&(scope, name.to_string())) {
+    fn def(&mut self, name: &str, depth: u32) -> Result<SchemaId, String> {
+        if let Some(&id) = self.defs.get(name) {
             return Ok(id);
         }
-        let body = self.scopes[scope]
+        let body = self
+            .source
             .get(name)
             .ok_or_else(|| format!("$ref to unknown definition `{name}`"))?;
         if let Some(target) = ref_target(body)? {
             if depth > 16 {
                 return Err(format!("$ref chain too long at `{name}`"));
             }
-            let id = self.def(scope, target, family, depth + 1)?;
-            self.defs.insert((scope, name.to_string()), id);
+            let id = self.def(target, depth + 1)?;
+            self.defs.insert(name.to_string(), id);
             return Ok(id);
         }
+        let family = if name.starts_with("io.k8s.") {
+            Family::Kubernetes
+        } else {
+            self.family
+        };
         let slot = self.push(Schema::empty(Extra::Allow));
-        self.defs.insert((scope, name.to_string()), slot);
+        self.defs.insert(name.to_string(), slot);
         let schema = self
-            .schema(scope, body, family, false)
+            .schema(body, family, false)
             .map_err(|e| format!("in definition `{name}`: {e}"))?;
         self.nodes[slot as usize] = schema;
         Ok(slot)
     }
 
-    fn compile(
-        &mut self,
-        scope: usize,
-        v: &Value,
-        family: Family,
-        is_root: bool,
-    ) -> Result<SchemaId, String> {
+    fn compile(&mut self, v: &Value, family: Family, is_root: bool) -> Result<SchemaId, String> {
         if let Some(target) = ref_target(v)? {
-            return self.def(scope, target, family, 0);
+            return self.def(target, 0);
         }
-        let s = self.schema(scope, v, family, is_root)?;
+        let s = self.schema(v, family, is_root)?;
         Ok(self.push(s))
     }
 
-    fn schema(
-        &mut self,
-        scope: usize,
-        v: &Value,
-        family: Family,
-        is_root: bool,
-    ) -> Result<Schema, String> {
+    fn schema(&mut self, v: &Value, family: Family, is_root: bool) -> Result<Schema, String> {
         let obj = v.as_object().ok_or("a schema must be an object")?;
         // JSON Schema allows undeclared properties; a custom resource's structural schema
         // prunes them.
@@ -315,7 +282,7 @@ impl<'j> Compiler<'j> {
                     let map = x.as_object().ok_or("`properties` must be an object")?;
                     for (name, ps) in map {
                         let id = self
-                            .compile(scope, ps, family, false)
+                            .compile(ps, family, false)
                             .map_err(|e| format!("{name}: {e}"))?;
                         props.push((name.as_str().into(), id));
                     }
@@ -324,12 +291,12 @@ impl<'j> Compiler<'j> {
                     additional = Some(match x {
                         Value::Bool(false) => Extra::Reject,
                         Value::Bool(true) => Extra::Allow,
-                        _ => Extra::Schema(self.compile(scope, x, family, false)?),
+                        _ => Extra::Schema(self.compile(x, family, false)?),
                     })
                 }
                 "required" => s.required = strings(x, "required")?,
                 "enum" => s.enum_values = Some(strings(x, "enum")?),
-                "items" => s.items = Some(self.compile(scope, x, family, false)?),
+                "items" => s.items = Some(self.compile(x, family, false)?),
                 "oneOf" | "anyOf" => {
                     // Only type unions (int-or-string, quantity) occur; both are checked as
                     // "any branch matches".
@@ -381,7 +348,7 @@ impl<'j> Compiler<'j> {
                 }
             }
             if !props.iter().any(|(n, _)| n.as_ref() == "metadata") {
-                let meta = self.def(0, OBJECT_META, Family::Kubernetes, 0)?;
+                let meta = self.def(OBJECT_META, 0)?;
                 props.push(("metadata".into(), meta));
             }
         }
@@ -466,40 +433,46 @@ fn strings(v: &Value, what: &str) -> Result<Box<[Box<str>]>, String> {
 mod tests {
     use super::*;
 
+    fn kind(api_version: &str, kind: &str) -> &'static CompiledKind {
+        let i = find_kind(api_version, kind).expect("bundled kind");
+        compiled(i).expect("bundled schemas compile")
+    }
+
     #[test]
     fn every_bundled_kind_compiles() {
-        let reg = registry().expect("bundled schemas compile");
-        assert_eq!(reg.kinds.len(), KIND_SOURCES.len());
-        let rc = reg.kind("ray.io/v1", "RayCluster").expect("RayCluster");
+        for i in 0..KIND_COUNT {
+            assert!(compiled(i).is_ok(), "{:?}", compiled(i).err());
+        }
+        let rc = kind("ray.io/v1", "RayCluster");
         assert_eq!(rc.family, Family::Crd);
-        let root = reg.node(rc.root);
+        let root = rc.node(rc.root);
         assert!(root.prop("spec").is_some());
         assert!(root.prop("status").is_none(), "status is trimmed");
         // CRD metadata is ObjectMeta, not a bare object.
-        let meta = reg.node(root.prop("metadata").expect("metadata"));
+        let meta = rc.node(root.prop("metadata").expect("metadata"));
         assert!(meta.prop("labels").is_some());
         assert!(meta.prop("generateName").is_some());
+        assert!(find_kind("ray.io/v1alpha1", "RayCluster").is_none());
     }
 
     #[test]
     fn int_or_string_and_quantity_become_type_unions() {
-        let reg = registry().expect("compiles");
-        let svc = reg.kind("v1", "Service").expect("Service");
-        let spec = reg.node(reg.node(svc.root).prop("spec").expect("spec"));
-        let ports = reg.node(spec.prop("ports").expect("ports"));
-        let port = reg.node(ports.items.expect("items"));
-        let target = reg.node(port.prop("targetPort").expect("targetPort"));
+        let svc = kind("v1", "Service");
+        let spec = svc.node(svc.node(svc.root).prop("spec").expect("spec"));
+        let ports = svc.node(spec.prop("ports").expect("ports"));
+        let port = svc.node(ports.items.expect("items"));
+        let target = svc.node(port.prop("targetPort").expect("targetPort"));
         assert_eq!(
             target.types,
             types::INTEGER | types::STRING | types::NULL,
             "IntOrString"
         );
         assert_eq!(
-            reg.node(port.prop("port").expect("port")).format,
+            svc.node(port.prop("port").expect("port")).format,
             Format::Int32
         );
         assert_eq!(
-            reg.node(spec.prop("type").expect("type"))
+            svc.node(spec.prop("type").expect("type"))
                 .enum_values
                 .as_deref()
                 .map(|v| v.len()),
@@ -516,10 +489,11 @@ mod tests {
             patterns: Vec::new(),
             pattern_ids: HashMap::new(),
             defs: HashMap::new(),
-            scopes: vec![&defs],
+            source: &defs,
+            family: Family::Crd,
         };
         let v = serde_json::json!({"type": "object", "allOf": []});
-        let err = c.compile(0, &v, Family::Crd, false).unwrap_err();
+        let err = c.compile(&v, Family::Crd, false).unwrap_err();
         assert!(err.contains("allOf"), "{err}");
     }
 }

@@ -23,6 +23,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::bundle::OBJECT_META;
 use super::testdata::{reference_dir, vendored_dir};
 
 /// Kubernetes kinds nrl renders: (source file, output file).
@@ -142,6 +143,7 @@ pub fn generate(src: &Path, overlay: &Value) -> BTreeMap<String, String> {
     }
     apply_overlay_to_definitions(&mut kept, overlay);
     let fingerprints = overlay_fingerprints(&kept, overlay);
+    let defs_for_crds = kept.clone();
     let mut wrapper = Map::new();
     wrapper.insert("$defs".into(), Value::Object(kept));
     out.insert(
@@ -163,13 +165,46 @@ pub fn generate(src: &Path, overlay: &Value) -> BTreeMap<String, String> {
         let mut cleaned = clean(schema, crd.out);
         drop_status(&mut cleaned);
         apply_overlay_by_fingerprint(&mut cleaned, &fingerprints);
-        let deduped = dedup(cleaned);
+        let mut deduped = dedup(cleaned);
+        add_object_meta(&mut deduped, &defs_for_crds);
         out.insert(crd.out.to_string(), pretty(&deduped));
     }
     for (from, to) in COPIED {
         out.insert((*to).to_string(), read(&src.join(from)));
     }
     out
+}
+
+/// A CRD declares `metadata` as a bare object; the API server validates it as ObjectMeta
+/// itself. Point it at ObjectMeta, copied with what it reaches into the CRD's `$defs`, so
+/// each CRD file stands alone.
+fn add_object_meta(root: &mut Value, k8s_defs: &Map<String, Value>) {
+    let mut queue = VecDeque::from([OBJECT_META.to_string()]);
+    let mut names = BTreeSet::new();
+    while let Some(name) = queue.pop_front() {
+        if names.insert(name.clone()) {
+            collect_refs(&k8s_defs[name.as_str()], &mut queue);
+        }
+    }
+    let obj = root.as_object_mut().expect("root schema is an object");
+    let props = obj
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+        .expect("CRD root has properties");
+    let mut meta = Map::new();
+    meta.insert(
+        "$ref".into(),
+        Value::String(format!("#/$defs/{OBJECT_META}")),
+    );
+    props.insert("metadata".into(), Value::Object(meta));
+    let defs = obj
+        .entry("$defs")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .expect("$defs is an object");
+    for name in names {
+        defs.insert(name.clone(), k8s_defs[name.as_str()].clone());
+    }
 }
 
 fn read(p: &Path) -> String {
