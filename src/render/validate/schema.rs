@@ -482,6 +482,47 @@ mod tests {
     }
 
     #[test]
+    fn crd_semantics_for_unknown_fields_and_embedded_resources() {
+        let defs: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            OBJECT_META: {"type": "object", "properties": {"name": {"type": "string"}},
+                          "additionalProperties": false}
+        }))
+        .expect("defs");
+        let mut c = Compiler {
+            nodes: Vec::new(),
+            patterns: Vec::new(),
+            pattern_ids: HashMap::new(),
+            defs: HashMap::new(),
+            source: &defs,
+            family: Family::Crd,
+        };
+        let doc = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "closed": {"type": "object"},
+                "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "free": {"type": "object", "additionalProperties": {"type": "string"}},
+                "inner": {"type": "object", "x-kubernetes-embedded-resource": true,
+                          "properties": {"spec": {"type": "object"}}},
+                "count": {"x-kubernetes-int-or-string": true,
+                          "anyOf": [{"type": "integer"}, {"type": "string"}]}
+            }
+        });
+        let root = c.compile(&doc, Family::Crd, true).expect("compiles");
+        let node = |id: SchemaId| c.nodes[id as usize].clone();
+        let r = node(root);
+        let prop = |name: &str| node(r.prop(name).expect(name));
+        // A CRD object without properties keeps nothing: the API server prunes it all.
+        assert_eq!(prop("closed").extra, Extra::Reject);
+        assert_eq!(prop("open").extra, Extra::Allow);
+        assert!(matches!(prop("free").extra, Extra::Schema(_)));
+        let inner = prop("inner");
+        let names: Vec<&str> = inner.prop_names().collect();
+        assert_eq!(names, ["apiVersion", "kind", "metadata", "spec"]);
+        assert_eq!(prop("count").types, types::INTEGER | types::STRING);
+    }
+
+    #[test]
     fn unknown_keywords_are_refused() {
         let defs = Map::new();
         let mut c = Compiler {

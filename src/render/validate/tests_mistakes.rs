@@ -443,7 +443,7 @@ fn validate_all_aggregates_with_the_first_leading() {
 }
 
 #[test]
-fn nrl_node_selecter_snapshot() {
+fn node_selecter_diagnostic_snapshot() {
     let text = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: alice-ultra\nspec:\n  headGroupSpec:\n    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: nvcr.io/nvidian/nemo-rl:nightly\n  workerGroupSpecs:\n  - groupName: gpu\n    replicas: 64\n    minReplicas: 64\n    maxReplicas: 64\n    template:\n      spec:\n        nodeSelecter:\n          nodeGroup: customer-gpu\n        containers:\n        - name: ray-worker\n          image: nvcr.io/nvidian/nemo-rl:nightly\n";
     let diags = problems("ultra_64n.infra.yaml", text);
     assert_eq!(diags.len(), 1, "{diags:#?}");
