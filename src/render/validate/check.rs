@@ -15,7 +15,7 @@ pub(super) const CODE: &str = "nrl::render::schema";
 const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 
 pub(super) struct Checker<'a> {
-    reg: &'a CompiledKind,
+    compiled: &'a CompiledKind,
     family: Family,
     /// `RayCluster alice-x`, the prefix of every message.
     object: &'a str,
@@ -24,10 +24,10 @@ pub(super) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    pub fn new(reg: &'a CompiledKind, object: &'a str) -> Checker<'a> {
+    pub fn new(compiled: &'a CompiledKind, object: &'a str) -> Checker<'a> {
         Checker {
-            reg,
-            family: reg.family,
+            compiled,
+            family: compiled.family,
             object,
             path: JsonPath::default(),
             out: Vec::new(),
@@ -37,8 +37,7 @@ impl<'a> Checker<'a> {
     /// Check `node` against schema `id`. `near` is the closest spanned ancestor, used when
     /// nrl synthesised the node itself and it has no span of its own.
     pub fn check(&mut self, id: SchemaId, node: &'a Node, near: Option<Span>) {
-        let reg = self.reg;
-        let s = reg.node(id);
+        let s = self.compiled.node(id);
         let near = node.best_span().or(near);
         if let Value::Null = node.value {
             // Built-in schemas type every field nullable; custom resources prune nulls.
@@ -90,7 +89,7 @@ impl<'a> Checker<'a> {
                 // pruned for a custom resource unless the field is nullable).
                 Some(v) if v.is_null() => {
                     self.family == Family::Crd
-                        && s.prop(req).is_some_and(|p| self.reg.node(p).nullable)
+                        && s.prop(req).is_some_and(|p| self.compiled.node(p).nullable)
                 }
                 Some(_) => true,
             };
@@ -168,7 +167,7 @@ impl<'a> Checker<'a> {
             );
         }
         if let Some(p) = s.pattern {
-            let pat = self.reg.pattern(p);
+            let pat = self.compiled.pattern(p);
             if !pat.regex.is_match(v) {
                 let (what, help) = if pat.source.as_ref() == QUANTITY_PATTERN {
                     (
