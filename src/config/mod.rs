@@ -3,6 +3,7 @@
 
 pub mod env;
 pub mod node;
+pub mod overrides;
 pub mod schema;
 pub mod source;
 pub mod yaml;

@@ -47,7 +47,6 @@ pub fn validate_object(obj: &Node) -> Vec<Diag> {
 /// Validate several; returns Err with all problems aggregated (first leads, others
 /// related) when any.
 // `Diag` is the crate's one error type; its size is a crate-wide decision, not this API's.
-#[allow(clippy::result_large_err)]
 pub fn validate_all(objs: &[Node]) -> Result<()> {
     let all: Vec<Diag> = objs.iter().flat_map(validate_object).collect();
     match Diag::aggregate(all) {
