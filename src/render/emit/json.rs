@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use super::yaml::push_spaces;
 use crate::config::node::{KeyKind, Node, Value, python_float_repr};
 use crate::config::yaml::resolve_plain;
 
@@ -88,7 +89,7 @@ impl JsonWriter {
 
     fn newline(&mut self, level: usize) {
         self.out.push('\n');
-        self.out.extend(std::iter::repeat_n(' ', 2 * level));
+        push_spaces(&mut self.out, 2 * level);
     }
 
     /// `py_encode_basestring_ascii`.
@@ -96,7 +97,7 @@ impl JsonWriter {
         self.out.push('"');
         let mut run_start = 0;
         for (at, c) in s.char_indices() {
-            if (' '..='~').contains(&c) && c != '"' && c != '\\' {
+            if matches!(c, ' '..='~') && c != '"' && c != '\\' {
                 continue;
             }
             self.out.push_str(&s[run_start..at]);

@@ -12,6 +12,7 @@
 //! would print plain but OmegaConf's dialect types as floats; those get quotes.
 
 mod json;
+mod resolve;
 mod scalar;
 mod yaml;
 

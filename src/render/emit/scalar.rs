@@ -1,18 +1,12 @@
-//! Scalars the way PyYAML 6 `safe_dump` writes them: implicit-type resolution, the style
-//! analysis (`Emitter.analyze_scalar` / `choose_scalar_style`) and the three writers nrl
-//! needs (plain, single-quoted, double-quoted) with PyYAML's width-80 folding.
+//! Scalars the way PyYAML 6 `safe_dump` writes them: the style analysis
+//! (`Emitter.analyze_scalar` / `choose_scalar_style`) and the three writers nrl needs
+//! (plain, single-quoted, double-quoted) with PyYAML's width-80 folding.
 //!
 //! Block styles (`|`, `>`) are never chosen by `safe_dump` for untagged strings, so they
 //! are not implemented. Output is ASCII-only (`allow_unicode=False`): every character
 //! outside printable ASCII forces double quotes and is escaped.
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
 use super::yaml::Emitter;
-use crate::config::node::{KeyKind, Value, python_float_repr};
-use crate::config::yaml::resolve_plain;
 
 /// PyYAML's `best_width`.
 const BEST_WIDTH: usize = 80;
@@ -45,7 +39,7 @@ fn is_blank_or_break(c: char) -> bool {
 }
 
 fn is_printable_ascii(c: char) -> bool {
-    (' '..='~').contains(&c)
+    matches!(c, ' '..='~')
 }
 
 /// Port of PyYAML `Emitter.analyze_scalar` with `allow_unicode=False`; `chars` is the text.
@@ -150,82 +144,6 @@ pub(super) fn choose_style(a: &Analysis, implicit_plain: bool, simple_key: bool)
         return Style::Single;
     }
     Style::Double
-}
-
-/// The regexes of PyYAML's `Resolver` (YAML 1.1 implicit types), as one pattern: a
-/// string matching it would not load back as a string if written plain.
-fn pyyaml_implicit_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        let alternatives = [
-            // bool
-            "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF",
-            // float
-            r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?",
-            r"\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?",
-            r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
-            r"[-+]?\.(?:inf|Inf|INF)",
-            r"\.(?:nan|NaN|NAN)",
-            // int
-            r"[-+]?0b[0-1_]+",
-            r"[-+]?0[0-7_]+",
-            r"[-+]?(?:0|[1-9][0-9_]*)",
-            r"[-+]?0x[0-9a-fA-F_]+",
-            r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
-            // merge, null (incl. the empty string), value, yaml
-            "<<|~|null|Null|NULL|",
-            "=|!|&|\\*",
-            // timestamp
-            "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]",
-            r"[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
-        ];
-        Regex::new(&format!("^(?:{})$", alternatives.join("|"))).expect("static regex")
-    })
-}
-
-/// Whether a string may be written plain as far as typing goes: PyYAML's resolver reads
-/// it back as a string (the serializer's `implicit[0]`), and so does nrl's own
-/// OmegaConf-dialect loader, which also types `1e3` and `1.0e3` as floats. The second
-/// check only adds quotes where PyYAML would write a plain scalar that nrl would misread.
-pub(super) fn str_is_implicit_plain(s: &str) -> bool {
-    let re = pyyaml_implicit_re();
-    // Python's `$` also matches before a final newline.
-    let pyyaml_typed = re.is_match(s) || s.strip_suffix('\n').is_some_and(|t| re.is_match(t));
-    if pyyaml_typed {
-        return false;
-    }
-    matches!(resolve_plain(s), Value::Str(ref t) if t == s)
-}
-
-/// PyYAML `SafeRepresenter.represent_float`.
-pub(super) fn yaml_float(f: f64) -> String {
-    if f.is_nan() {
-        return ".nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
-    }
-    let repr = python_float_repr(f).to_ascii_lowercase();
-    if !repr.contains('.') && repr.contains('e') {
-        repr.replacen('e', ".0e", 1)
-    } else {
-        repr
-    }
-}
-
-/// The text of a non-string key as PyYAML prints the Python value OmegaConf loaded.
-pub(super) fn key_text(key: &str, kind: KeyKind) -> Option<String> {
-    match kind {
-        KeyKind::Str => None,
-        KeyKind::Int => Some(key.to_string()),
-        KeyKind::Bool => Some(if key == "True" { "true" } else { "false" }.into()),
-        KeyKind::Null => Some("null".into()),
-        KeyKind::Float => Some(match resolve_plain(key) {
-            Value::Float(f) => yaml_float(f),
-            Value::Int(i) => yaml_float(i as f64),
-            _ => key.to_string(),
-        }),
-    }
 }
 
 /// PyYAML's short escapes in double-quoted scalars.
@@ -417,6 +335,7 @@ impl Emitter {
 
 #[cfg(test)]
 mod tests {
+    use super::super::resolve::{str_is_implicit_plain, yaml_float};
     use super::*;
 
     fn style_of(s: &str) -> Style {

@@ -6,6 +6,7 @@
 //! node walk mirrors its `expect_*` handlers, so indentation and folding decisions are
 //! taken exactly where PyYAML takes them.
 
+use super::resolve;
 use super::scalar::{self, Style};
 use crate::config::node::{KeyKind, Map, Node, Value};
 
@@ -71,8 +72,8 @@ impl Emitter {
             Value::Null => self.scalar("null", true, ctx),
             Value::Bool(b) => self.scalar(if *b { "true" } else { "false" }, true, ctx),
             Value::Int(i) => self.scalar(&i.to_string(), true, ctx),
-            Value::Float(f) => self.scalar(&scalar::yaml_float(*f), true, ctx),
-            Value::Str(s) => self.scalar(s, scalar::str_is_implicit_plain(s), ctx),
+            Value::Float(f) => self.scalar(&resolve::yaml_float(*f), true, ctx),
+            Value::Str(s) => self.scalar(s, resolve::str_is_implicit_plain(s), ctx),
         }
     }
 
@@ -119,10 +120,10 @@ impl Emitter {
         self.increase_indent(false, false);
         for (key, value) in map {
             self.write_indent();
-            let typed_key = scalar::key_text(key, value.key_kind);
+            let typed_key = resolve::key_text(key, value.key_kind);
             let (text, implicit_plain) = match &typed_key {
                 Some(t) => (t.as_str(), true),
-                None => (key.as_str(), scalar::str_is_implicit_plain(key)),
+                None => (key.as_str(), resolve::str_is_implicit_plain(key)),
             };
             if is_simple_key(text, value.key_kind) {
                 self.scalar(text, implicit_plain, Ctx::SimpleKey);
@@ -209,4 +210,14 @@ fn is_simple_key(text: &str, kind: KeyKind) -> bool {
             .chars()
             .any(|c| matches!(c, '\n' | '\u{85}' | '\u{2028}' | '\u{2029}'))
         && text.chars().nth(127 - tag_len).is_none()
+}
+
+/// Append `n` spaces without a per-character loop.
+pub(super) fn push_spaces(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
+    }
 }
