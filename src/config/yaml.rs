@@ -96,7 +96,7 @@ fn float_re() -> &'static Regex {
     })
 }
 
-/// PyYAML `construct_yaml_int`.
+/// PyYAML `construct_yaml_int`. Computed in i128 so that `-9223372036854775808` fits.
 fn parse_int(t: &str) -> Option<i64> {
     let clean: String = t.chars().filter(|&c| c != '_').collect();
     let (neg, body) = match clean.as_bytes().first() {
@@ -104,24 +104,24 @@ fn parse_int(t: &str) -> Option<i64> {
         Some(b'+') => (false, &clean[1..]),
         _ => (false, clean.as_str()),
     };
-    let v: i64 = if body == "0" || body.is_empty() {
+    let v: i128 = if body == "0" || body.is_empty() {
         0
     } else if let Some(b) = body.strip_prefix("0b") {
-        i64::from_str_radix(b, 2).ok()?
+        i128::from_str_radix(b, 2).ok()?
     } else if let Some(h) = body.strip_prefix("0x") {
-        i64::from_str_radix(h, 16).ok()?
+        i128::from_str_radix(h, 16).ok()?
     } else if body.starts_with('0') {
-        i64::from_str_radix(body, 8).ok()?
+        i128::from_str_radix(body, 8).ok()?
     } else if body.contains(':') {
-        let mut v: i64 = 0;
+        let mut v: i128 = 0;
         for part in body.split(':') {
-            v = v.checked_mul(60)?.checked_add(part.parse::<i64>().ok()?)?;
+            v = v.checked_mul(60)?.checked_add(part.parse::<i128>().ok()?)?;
         }
         v
     } else {
         body.parse().ok()?
     };
-    Some(if neg { -v } else { v })
+    i64::try_from(if neg { -v } else { v }).ok()
 }
 
 /// PyYAML `construct_yaml_float`.
@@ -544,6 +544,15 @@ mod tests {
         assert_eq!(g("l"), Value::Str("yes".into()));
         assert_eq!(g("m"), Value::Str("2.52.0".into()));
         assert_eq!(g("n"), Value::Str("y".into()));
+    }
+
+    #[test]
+    fn integer_extremes() {
+        let n = load("lo: -9223372036854775808\nhi: 9223372036854775807\nover: 9223372036854775808\n").unwrap();
+        assert_eq!(n.get("lo").unwrap().as_i64(), Some(i64::MIN));
+        assert_eq!(n.get("hi").unwrap().as_i64(), Some(i64::MAX));
+        // Beyond i64 the digits are kept as text rather than lost.
+        assert_eq!(n.get("over").unwrap().as_str(), Some("9223372036854775808"));
     }
 
     #[test]

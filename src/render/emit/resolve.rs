@@ -1,0 +1,124 @@
+//! Implicit typing for the emitter: which strings may be written plain (PyYAML's YAML 1.1
+//! `Resolver`, plus nrl's own OmegaConf-dialect loader), and the text PyYAML's
+//! `SafeRepresenter` gives floats and non-string keys.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::config::node::{KeyKind, Value, python_float_repr};
+use crate::config::yaml::resolve_plain;
+
+/// The regexes of PyYAML's `Resolver` (YAML 1.1 implicit types), as one pattern: a
+/// string matching it would not load back as a string if written plain.
+fn pyyaml_implicit_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        let alternatives = [
+            // bool
+            "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF",
+            // float
+            r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?",
+            r"\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?",
+            r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
+            r"[-+]?\.(?:inf|Inf|INF)",
+            r"\.(?:nan|NaN|NAN)",
+            // int
+            r"[-+]?0b[0-1_]+",
+            r"[-+]?0[0-7_]+",
+            r"[-+]?(?:0|[1-9][0-9_]*)",
+            r"[-+]?0x[0-9a-fA-F_]+",
+            r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
+            // merge, null (incl. the empty string), value, yaml
+            "<<|~|null|Null|NULL|",
+            "=|!|&|\\*",
+            // timestamp
+            "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]",
+            r"[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
+        ];
+        Regex::new(&format!("^(?:{})$", alternatives.join("|"))).expect("static regex")
+    })
+}
+
+/// Whether a string may be written plain as far as typing goes: PyYAML's resolver reads
+/// it back as a string (the serializer's `implicit[0]`), and so does nrl's own
+/// OmegaConf-dialect loader, which also types `1e3` and `1.0e3` as floats. The second
+/// check only adds quotes where PyYAML would write a plain scalar that nrl would misread.
+pub(super) fn str_is_implicit_plain(s: &str) -> bool {
+    // Every implicit type of either resolver starts with one of these characters (or is
+    // the empty string); most manifest strings are decided here without a regex.
+    match s.as_bytes().first() {
+        None => return false,
+        Some(b) if !b"yYnNtTfFoO-+.0123456789<~=!&*".contains(b) => return true,
+        // Python's `$` also matches before a final newline.
+        Some(b) if b.is_ascii_alphabetic() => {
+            return !is_yaml11_word(s.strip_suffix('\n').unwrap_or(s));
+        }
+        Some(_) => {}
+    }
+    let re = pyyaml_implicit_re();
+    let pyyaml_typed = re.is_match(s) || s.strip_suffix('\n').is_some_and(|t| re.is_match(t));
+    if pyyaml_typed {
+        return false;
+    }
+    matches!(resolve_plain(s), Value::Str(ref t) if t == s)
+}
+
+/// The YAML 1.1 bool and null words, the only implicit values that start with a letter.
+fn is_yaml11_word(s: &str) -> bool {
+    matches!(
+        s,
+        "yes"
+            | "Yes"
+            | "YES"
+            | "no"
+            | "No"
+            | "NO"
+            | "true"
+            | "True"
+            | "TRUE"
+            | "false"
+            | "False"
+            | "FALSE"
+            | "on"
+            | "On"
+            | "ON"
+            | "off"
+            | "Off"
+            | "OFF"
+            | "null"
+            | "Null"
+            | "NULL"
+    )
+}
+
+/// PyYAML `SafeRepresenter.represent_float`.
+pub(super) fn yaml_float(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+    }
+    let repr = python_float_repr(f).to_ascii_lowercase();
+    if !repr.contains('.') && repr.contains('e') {
+        repr.replacen('e', ".0e", 1)
+    } else {
+        repr
+    }
+}
+
+/// The text of a non-string key as PyYAML prints the Python value OmegaConf loaded.
+pub(super) fn key_text(key: &str, kind: KeyKind) -> Option<String> {
+    match kind {
+        KeyKind::Str => None,
+        KeyKind::Int => Some(key.to_string()),
+        KeyKind::Bool => Some(if key == "True" { "true" } else { "false" }.into()),
+        KeyKind::Null => Some("null".into()),
+        KeyKind::Float => Some(match resolve_plain(key) {
+            Value::Float(f) => yaml_float(f),
+            Value::Int(i) => yaml_float(i as f64),
+            _ => key.to_string(),
+        }),
+    }
+}
