@@ -1,0 +1,373 @@
+//! Diagnostics for interpolation failures: stable codes, a label at the exact
+//! `${…}` inside the value when it can be found in the source, and a help line.
+
+use super::eval::{Active, Site};
+use super::parser::{Interp, SyntaxError};
+use super::walk::{Frame, Miss, join, path_of};
+use crate::config::node::Node;
+use crate::config::source::Span;
+use crate::diag::Diag;
+
+pub const SYNTAX: &str = "nrl::interp::syntax";
+pub const MISSING_KEY: &str = "nrl::interp::missing_key";
+pub const MISSING_VALUE: &str = "nrl::interp::missing_value";
+pub const CYCLE: &str = "nrl::interp::cycle";
+pub const RESOLVER: &str = "nrl::interp::resolver";
+pub const TYPE: &str = "nrl::interp::type";
+
+/// Resolvers nrl provides, listed in "unknown resolver" errors.
+pub const KNOWN_RESOLVERS: &[&str] = &[
+    "user",
+    "oc.env",
+    "oc.select",
+    "oc.decode",
+    "mul",
+    "div",
+    "max",
+    "add",
+    "sub",
+];
+
+/// How evaluation failed: with a diagnostic, or because a node it needed already
+/// failed and was reported (so the same root cause is not reported twice).
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Diag(Box<Diag>),
+    Reported,
+}
+
+pub(crate) type R<T> = Result<T, Fail>;
+
+impl From<Diag> for Fail {
+    fn from(d: Diag) -> Fail {
+        Fail::Diag(Box::new(d))
+    }
+}
+
+/// Narrow `span` (the whole YAML value) to the `occurrence`-th appearance of `needle`
+/// in its source text, so block scalars point at the right line. Falls back to `span`.
+fn narrow(span: Option<Span>, value: &str, start: usize, end: usize) -> Option<Span> {
+    let span = span?;
+    let needle = value
+        .get(start..end)?
+        .lines()
+        .next()
+        .filter(|n| !n.is_empty())?;
+    let nth = value.match_indices(needle).position(|(i, _)| i == start)?;
+    let (pos, _) = span.text().match_indices(needle).nth(nth)?;
+    let from = span.start as usize + pos;
+    Some(Span::new(span.src, from, from + needle.len()))
+}
+
+/// The span of an interpolation inside the site's value.
+fn site_span(site: Site<'_, '_>, interp: &Interp) -> Option<Span> {
+    narrow(site.span(), site.text, interp.start, interp.end).or(site.span())
+}
+
+pub(crate) fn interp_text<'t>(site: Site<'t, '_>, interp: &Interp) -> &'t str {
+    site.text.get(interp.start..interp.end).unwrap_or(site.text)
+}
+
+fn is_shell_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn shell_help(raw: &str) -> String {
+    format!(
+        "if `{raw}` is a shell variable, escape it as `\\{raw}` so it reaches the shell unchanged"
+    )
+}
+
+fn located(site: Site<'_, '_>) -> String {
+    match site.span() {
+        Some(s) => format!("`{}` ({})", site.path(), s.location()),
+        None => format!("`{}`", site.path()),
+    }
+}
+
+/// A malformed `${…}`, reported with the span of the value that holds it.
+pub(crate) fn syntax(span: Option<Span>, text: &str, e: &SyntaxError) -> Diag {
+    let open = e.open.unwrap_or(e.at.min(text.len()));
+    // The shell-style expansion the user probably meant: `${` up to its `}` or line end.
+    let tail = text.get(open..).unwrap_or("");
+    let close = tail
+        .find('}')
+        .map_or_else(|| tail.find('\n').unwrap_or(tail.len()), |i| i + 1);
+    let raw = tail.get(..close).unwrap_or(tail);
+    let label = narrow(span, text, open, open + raw.len()).or(span);
+    let shellish = raw
+        .strip_prefix("${")
+        .map(|r| r.trim_start())
+        .and_then(|r| {
+            r.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+        })
+        .is_some_and(|name| !name.is_empty() && is_shell_name(name));
+    let mut help = String::from(
+        "interpolations look like `${a.b}`, `${.sibling}` or `${resolver:arg}`; write `\\${` for a literal `${`",
+    );
+    if shellish {
+        help = format!("{}; {help}", shell_help(raw));
+    }
+    Diag::new(SYNTAX, format!("malformed interpolation: {}", e.message))
+        .label(label, e.message.clone())
+        .help(help)
+}
+
+pub(crate) struct KeyReport<'k> {
+    pub relative: bool,
+    pub written: &'k str,
+    pub base: &'k str,
+    pub keys: &'k [String],
+}
+
+pub(crate) fn missing_key(
+    site: Site<'_, '_>,
+    interp: &Interp,
+    r: &KeyReport<'_>,
+    miss: Miss,
+) -> Fail {
+    let absolute = join(r.base, r.keys);
+    let key_desc = if r.relative {
+        format!("'{}' (absolute '{}')", r.written, absolute)
+    } else {
+        format!("'{absolute}'")
+    };
+    let raw = interp_text(site, interp);
+    let prefix = |at: usize| join(r.base, r.keys.get(..at).unwrap_or(r.keys));
+    let key_at = |at: usize| r.keys.get(at).cloned().unwrap_or_default();
+    let general = "absolute keys start at the root of this config (in an infra file: no `infra.` \
+                   prefix); `${.key}` is a sibling, `${..key}` a key of the parent";
+    let (code, message, label, help, target) = match miss {
+        Miss::NotFound { at, candidates } => {
+            let key = key_at(at);
+            let mut help = Vec::new();
+            if let Some(best) = did_you_mean(&key, &candidates) {
+                help.push(format!("did you mean `{}`?", join(&prefix(at), &[best])));
+            }
+            let single = !r.relative && r.keys.len() == 1;
+            if single && KNOWN_RESOLVERS.contains(&key.as_str()) {
+                help.push(format!("`{key}` is a resolver: call it as `${{{key}:}}`"));
+            } else if single && is_shell_name(&key) {
+                help.push(shell_help(raw));
+            }
+            if help.is_empty() {
+                help.push(general.to_string());
+            }
+            let place = if at == 0 && r.base.is_empty() {
+                "the root".to_string()
+            } else {
+                format!("`{}`", prefix(at))
+            };
+            (
+                MISSING_KEY,
+                format!("Interpolation key {key_desc} not found"),
+                format!("`{key}` is not a key of {place}"),
+                help.join("; "),
+                None,
+            )
+        }
+        Miss::NotContainer { at, what, span } => (
+            MISSING_KEY,
+            format!(
+                "Interpolation key {key_desc} not found: `{}` is {what}, not a mapping or list",
+                prefix(at)
+            ),
+            format!("`{}` has no key `{}`", prefix(at), key_at(at)),
+            format!(
+                "`{}` must be a mapping here; check the path, or whether an override replaced it",
+                prefix(at)
+            ),
+            span,
+        ),
+        Miss::BadIndex { at } => (
+            MISSING_KEY,
+            format!(
+                "Interpolation key {key_desc} not found: `{}` is a list and `{}` is not an index",
+                prefix(at),
+                key_at(at)
+            ),
+            "not a list index".to_string(),
+            format!(
+                "index lists with a number: `${{{}.0}}` or `${{{}[0]}}`",
+                prefix(at),
+                prefix(at)
+            ),
+            None,
+        ),
+        Miss::Missing { at, span } => (
+            MISSING_VALUE,
+            format!(
+                "Interpolation {key_desc} passes through `{}`, which is a missing mandatory value (???)",
+                prefix(at)
+            ),
+            "needs a value that is not set".to_string(),
+            format!(
+                "give `{}` a value, in the config or with an override",
+                prefix(at)
+            ),
+            span,
+        ),
+    };
+    let mut d = Diag::new(code, message)
+        .label(site_span(site, interp), label)
+        .help(help);
+    if target.is_some() {
+        d = d.label(target, "set here");
+    }
+    Fail::from(d)
+}
+
+fn did_you_mean(key: &str, candidates: &[String]) -> Option<String> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(key, c), c))
+        .filter(|(score, _)| *score > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c.clone())
+}
+
+pub(crate) fn above_root(site: Site<'_, '_>, interp: &Interp, written: &str) -> Fail {
+    let depth = site.chain.len().saturating_sub(1);
+    Fail::from(
+        Diag::new(
+            MISSING_KEY,
+            format!("Interpolation key '{written}' goes above the root of the config"),
+        )
+        .label(site_span(site, interp), "too many leading dots")
+        .help(format!(
+            "the first dot is the container of `{}`, each further dot one level up; it is {depth} level(s) deep",
+            site.path()
+        )),
+    )
+}
+
+pub(crate) fn to_missing(site: Site<'_, '_>, interp: &Interp, chain: &[Frame<'_>]) -> Fail {
+    let target = path_of(chain);
+    let span = chain.last().and_then(|f| f.node.best_span());
+    Fail::from(
+        Diag::new(
+            MISSING_VALUE,
+            format!(
+                "Interpolation '{}' points at a missing mandatory value: `{target}` is ???",
+                interp_text(site, interp)
+            ),
+        )
+        .label(site_span(site, interp), format!("needs `{target}`"))
+        .label(span, "still ??? here")
+        .help(format!(
+            "give `{target}` a value, in the config or with an override (`{target}=…`)"
+        )),
+    )
+}
+
+pub(crate) fn to_parent(site: Site<'_, '_>, interp: &Interp, chain: &[Frame<'_>]) -> Fail {
+    let target = path_of(chain);
+    Fail::from(
+        Diag::new(
+            CYCLE,
+            format!(
+                "Interpolation '{}' points at `{}`, a container that holds it",
+                interp_text(site, interp),
+                if target.is_empty() { "<root>" } else { &target }
+            ),
+        )
+        .label(site_span(site, interp), "refers to its own ancestor")
+        .help("a value cannot be defined as a copy of a mapping or list that contains it"),
+    )
+}
+
+/// A cycle: `ptr` is already being evaluated; the chain is the active stack from it.
+pub(crate) fn cycle(active: &[Active], ptr: usize) -> Fail {
+    let from = active.iter().rposition(|a| a.ptr == ptr).unwrap_or(0);
+    let members = active.get(from..).unwrap_or(&[]);
+    let mut names: Vec<&str> = members.iter().map(|a| a.path.as_str()).collect();
+    if let Some(first) = names.first().copied() {
+        names.push(first);
+    }
+    let mut d = Diag::new(
+        CYCLE,
+        format!("Interpolation cycle: {}", names.join(" -> ")),
+    );
+    for (i, a) in members.iter().enumerate() {
+        let next = names.get(i + 1).copied().unwrap_or("");
+        d = d.label(a.span, format!("`{}` needs `{next}`", a.path));
+    }
+    Fail::from(
+        d.help("break the cycle: at least one of these values must not depend on the others"),
+    )
+}
+
+pub(crate) fn not_a_string(site: Site<'_, '_>, interp: &Interp, got: &Node, what: &str) -> Fail {
+    Fail::from(
+        Diag::new(
+            TYPE,
+            format!(
+                "Interpolation '{}' is used as {what} and must give a string, but gave {} {}",
+                interp_text(site, interp),
+                got.type_name(),
+                got
+            ),
+        )
+        .label(site_span(site, interp), format!("used as {what}"))
+        .help("point it at a string value"),
+    )
+}
+
+/// An error from a node this site depends on: say which site needed it.
+pub(crate) fn needed_by(f: Fail, site: Site<'_, '_>) -> Fail {
+    match f {
+        Fail::Diag(d) if d.code != CYCLE => {
+            Fail::Diag(Box::new(d.note(format!("needed by {}", located(site)))))
+        }
+        other => other,
+    }
+}
+
+pub(crate) fn unknown_resolver(
+    site: Site<'_, '_>,
+    interp: &Interp,
+    name: &str,
+    first_arg: &str,
+) -> Fail {
+    let raw = interp_text(site, interp);
+    let known = format!("known resolvers: {}", KNOWN_RESOLVERS.join(", "));
+    let shell_op = first_arg.starts_with(['-', '+', '?', '=']);
+    let shellish =
+        is_shell_name(name) && (shell_op || !name.chars().any(|c| c.is_ascii_lowercase()));
+    let help = if shellish {
+        format!("{}; {known}", shell_help(raw))
+    } else if name.starts_with("oc.") {
+        format!("{known} (other OmegaConf `oc.*` resolvers are not supported)")
+    } else {
+        known
+    };
+    Fail::from(
+        Diag::new(RESOLVER, format!("Unsupported interpolation type {name}"))
+            .label(
+                site_span(site, interp),
+                format!("unknown resolver `{name}`"),
+            )
+            .help(help),
+    )
+}
+
+/// A resolver that was called but failed (bad arguments, unset variable, …).
+pub(crate) fn resolver_failed(
+    site: Site<'_, '_>,
+    interp: &Interp,
+    message: String,
+    help: String,
+) -> Fail {
+    Fail::from(
+        Diag::new(RESOLVER, message)
+            .label(
+                site_span(site, interp),
+                format!("in `{}`", interp_text(site, interp)),
+            )
+            .help(help),
+    )
+}

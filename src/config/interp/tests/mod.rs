@@ -1,0 +1,3 @@
+//! Tests for interpolation; the OmegaConf corpus is in `golden`.
+
+mod golden;
