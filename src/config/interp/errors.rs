@@ -281,10 +281,11 @@ pub(crate) fn to_parent(site: Site<'_, '_>, interp: &Interp, chain: &[Frame<'_>]
 }
 
 /// A cycle: `ptr` is already being evaluated; the chain is the active stack from it.
-pub(crate) fn cycle(active: &[Active], ptr: usize) -> Fail {
+pub(crate) fn cycle(root: &Node, active: &[Active], ptr: usize) -> Fail {
     let from = active.iter().rposition(|a| a.ptr == ptr).unwrap_or(0);
     let members = active.get(from..).unwrap_or(&[]);
-    let mut names: Vec<&str> = members.iter().map(|a| a.path.as_str()).collect();
+    let paths: Vec<String> = members.iter().map(|a| path_to(root, a.ptr)).collect();
+    let mut names: Vec<&str> = paths.iter().map(String::as_str).collect();
     if let Some(first) = names.first().copied() {
         names.push(first);
     }
@@ -294,11 +295,22 @@ pub(crate) fn cycle(active: &[Active], ptr: usize) -> Fail {
     );
     for (i, a) in members.iter().enumerate() {
         let next = names.get(i + 1).copied().unwrap_or("");
-        d = d.label(a.span, format!("`{}` needs `{next}`", a.path));
+        d = d.label(a.span, format!("`{}` needs `{next}`", names[i]));
     }
     Fail::from(
         d.help("break the cycle: at least one of these values must not depend on the others"),
     )
+}
+
+/// Dotted path of the node at address `ptr` (only needed when reporting a cycle).
+fn path_to(root: &Node, ptr: usize) -> String {
+    let mut found = None;
+    root.walk(&mut Vec::new(), &mut |path, node| {
+        if found.is_none() && std::ptr::eq(node, ptr as *const Node) {
+            found = Some(path.join("."));
+        }
+    });
+    found.unwrap_or_else(|| "<value>".to_string())
 }
 
 pub(crate) fn not_a_string(site: Site<'_, '_>, interp: &Interp, got: &Node, what: &str) -> Fail {

@@ -85,19 +85,40 @@ enum Slot {
     Failed,
 }
 
-/// A node under evaluation, for cycle reports.
+/// A node under evaluation, for cycle reports (its path is only worked out then).
 pub(crate) struct Active {
     pub ptr: usize,
-    pub path: String,
     pub span: Option<Span>,
 }
+
+/// Memo keys are node addresses: hash them with one multiply, not SipHash.
+#[derive(Default)]
+pub(crate) struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type AddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddrHasher>>;
 
 pub(crate) struct Engine<'a> {
     pub root: &'a Node,
     pub env: &'a dyn Env,
     templates: HashMap<&'a str, Result<Rc<Template>, Box<Diag>>>,
-    memo: HashMap<usize, Slot>,
+    memo: AddrMap<Slot>,
     pub active: Vec<Active>,
+    /// `${user:}` is the same everywhere; work it out once.
+    pub user: Option<String>,
 }
 
 fn ptr(n: &Node) -> usize {
@@ -115,73 +136,59 @@ impl<'a> Engine<'a> {
             root,
             env,
             templates: HashMap::new(),
-            memo: HashMap::new(),
+            memo: AddrMap::default(),
             active: Vec::new(),
+            user: None,
         }
     }
 
     /// Build the resolved copy of the node at the end of `chain`, collecting the errors
     /// of independent sites instead of stopping at the first. `None` when something
     /// inside failed (its error is in `errors`, or was reported by an earlier site).
+    /// The copy is a plain clone (spans and order come along) whose interpolation
+    /// strings are then replaced, walking both trees in step: no rehashing of keys.
     pub fn build(&mut self, chain: &mut Vec<Frame<'a>>, errors: &mut Vec<Diag>) -> Option<Node> {
-        let node = chain.last()?.node;
-        let value = match &node.value {
-            Value::Map(m) => {
-                let mut out = Map::with_capacity(m.len());
-                let mut ok = true;
-                for (k, v) in m {
+        let mut out = chain.last()?.node.clone();
+        self.fill(chain, &mut out, errors).then_some(out)
+    }
+
+    fn fill(&mut self, chain: &mut Vec<Frame<'a>>, out: &mut Node, errors: &mut Vec<Diag>) -> bool {
+        let Some(node) = chain.last().map(|f| f.node) else {
+            return false;
+        };
+        let mut ok = true;
+        match (&node.value, &mut out.value) {
+            (Value::Map(m), Value::Map(o)) => {
+                for ((k, v), slot) in m.iter().zip(o.values_mut()) {
                     chain.push(Frame {
                         node: v,
                         key: Key::Name(k),
                     });
-                    match self.build(chain, errors) {
-                        Some(child) => {
-                            out.insert(k.clone(), child);
-                        }
-                        None => ok = false,
-                    }
+                    ok &= self.fill(chain, slot, errors);
                     chain.pop();
                 }
-                if !ok {
-                    return None;
-                }
-                Value::Map(out)
             }
-            Value::List(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                let mut ok = true;
-                for (i, v) in items.iter().enumerate() {
+            (Value::List(items), Value::List(o)) => {
+                for (i, (v, slot)) in items.iter().zip(o.iter_mut()).enumerate() {
                     chain.push(Frame {
                         node: v,
                         key: Key::Index(i),
                     });
-                    match self.build(chain, errors) {
-                        Some(child) => out.push(child),
-                        None => ok = false,
-                    }
+                    ok &= self.fill(chain, slot, errors);
                     chain.pop();
                 }
-                if !ok {
-                    return None;
-                }
-                Value::List(out)
             }
             _ if needs_eval(node) => match self.eval_site(chain) {
-                Ok(v) => v.into_node().value,
+                Ok(v) => out.value = v.into_node().value,
                 Err(Fail::Diag(d)) => {
                     errors.push(*d);
-                    return None;
+                    ok = false;
                 }
-                Err(Fail::Reported) => return None,
+                Err(Fail::Reported) => ok = false,
             },
-            v => v.clone(),
-        };
-        Some(Node {
-            value,
-            span: node.span,
-            key_span: node.key_span,
-            key_kind: node.key_kind,
-        })
+            _ => {}
+        }
+        ok
     }
 
     /// The parsed template of a string, parsed once per distinct text.
@@ -197,13 +204,12 @@ impl<'a> Engine<'a> {
     fn enter(&mut self, chain: &[Frame<'a>]) -> R<()> {
         let node = chain.last().map(|f| f.node).unwrap_or(self.root);
         match self.memo.get(&ptr(node)) {
-            Some(Slot::Busy) => Err(errors::cycle(&self.active, ptr(node))),
+            Some(Slot::Busy) => Err(errors::cycle(self.root, &self.active, ptr(node))),
             Some(Slot::Failed) => Err(Fail::Reported),
             _ => {
                 self.memo.insert(ptr(node), Slot::Busy);
                 self.active.push(Active {
                     ptr: ptr(node),
-                    path: path_of(chain),
                     span: node.best_span(),
                 });
                 Ok(())

@@ -38,7 +38,9 @@ impl<'a> Engine<'a> {
         match name {
             "user" => {
                 arity(0, 0, "${user:}")?;
-                Ok(Val::Owned(Node::str(username(self.env))))
+                let env = self.env;
+                let user = self.user.get_or_insert_with(|| username(env));
+                Ok(Val::Owned(Node::str(user.clone())))
             }
             "oc.env" => {
                 arity(1, 2, "${oc.env:VAR}` or `${oc.env:VAR,default}")?;
