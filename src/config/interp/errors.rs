@@ -302,6 +302,21 @@ pub(crate) fn cycle(root: &Node, active: &[Active], ptr: usize) -> Fail {
     )
 }
 
+pub(crate) fn too_deep(chain: &[Frame<'_>], limit: usize) -> Fail {
+    let span = chain.last().and_then(|f| f.node.best_span());
+    Fail::from(
+        Diag::new(
+            CYCLE,
+            format!(
+                "Interpolation chain deeper than {limit} levels at `{}`",
+                path_of(chain)
+            ),
+        )
+        .label(span, "reached here")
+        .help("shorten the chain of values that refer to each other"),
+    )
+}
+
 /// Dotted path of the node at address `ptr` (only needed when reporting a cycle).
 fn path_to(root: &Node, ptr: usize) -> String {
     let mut found = None;

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::errors::{self, Fail, R};
-use super::parser::{Element, Interp, InterpKind, NamePart, Piece, Template, parse_template};
+use super::parser::{
+    Element, Interp, InterpKind, NamePart, Piece, SyntaxError, Template, parse_template,
+};
 use super::walk::{Cursor, Frame, Key, path_of};
 use crate::config::env::Env;
 use crate::config::node::{KeyKind, Map, Node, Value, python_str};
@@ -114,12 +116,18 @@ type AddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<AddrHasher>>;
 pub(crate) struct Engine<'a> {
     pub root: &'a Node,
     pub env: &'a dyn Env,
-    templates: HashMap<&'a str, Result<Rc<Template>, Box<Diag>>>,
+    templates: HashMap<&'a str, Result<Rc<Template>, SyntaxError>>,
     memo: AddrMap<Slot>,
     pub active: Vec<Active>,
     /// `${user:}` is the same everywhere; work it out once.
     pub user: Option<String>,
+    /// `oc.decode` calls in progress.
+    pub decodes: usize,
 }
+
+/// How many interpolations may be under evaluation at once (a chain `a -> b -> …`).
+/// Real configs stay under ten; the limit keeps a runaway chain from overflowing the stack.
+const MAX_DEPTH: usize = 200;
 
 fn ptr(n: &Node) -> usize {
     n as *const Node as usize
@@ -139,6 +147,7 @@ impl<'a> Engine<'a> {
             memo: AddrMap::default(),
             active: Vec::new(),
             user: None,
+            decodes: 0,
         }
     }
 
@@ -191,18 +200,33 @@ impl<'a> Engine<'a> {
         ok
     }
 
-    /// The parsed template of a string, parsed once per distinct text.
+    /// The parsed template of a site's string, parsed once per distinct text. A syntax
+    /// error is reported at the first site that needs it and marks the site failed, so
+    /// a value that refers to it does not report it again.
     fn template(&mut self, text: &'a str, site: Site<'_, 'a>) -> R<Rc<Template>> {
-        let parsed = self.templates.entry(text).or_insert_with(|| {
-            parse_template(text)
-                .map(Rc::new)
-                .map_err(|e| Box::new(errors::syntax(site.span(), text, &e)))
-        });
-        parsed.clone().map_err(Fail::Diag)
+        let node = site.node();
+        if matches!(self.memo.get(&ptr(node)), Some(Slot::Failed)) {
+            return Err(Fail::Reported);
+        }
+        let parsed = self
+            .templates
+            .entry(text)
+            .or_insert_with(|| parse_template(text).map(Rc::new));
+        match parsed {
+            Ok(t) => Ok(t.clone()),
+            Err(e) => {
+                let d = errors::syntax(site.span(), text, e);
+                self.memo.insert(ptr(node), Slot::Failed);
+                Err(Fail::from(d))
+            }
+        }
     }
 
     fn enter(&mut self, chain: &[Frame<'a>]) -> R<()> {
         let node = chain.last().map(|f| f.node).unwrap_or(self.root);
+        if self.active.len() >= MAX_DEPTH {
+            return Err(errors::too_deep(chain, MAX_DEPTH));
+        }
         match self.memo.get(&ptr(node)) {
             Some(Slot::Busy) => Err(errors::cycle(self.root, &self.active, ptr(node))),
             Some(Slot::Failed) => Err(Fail::Reported),

@@ -106,6 +106,7 @@ pub(crate) fn parse_template(text: &str) -> PResult<Template> {
         tokens,
         pos: 0,
         open: Vec::new(),
+        depth: 0,
     };
     let pieces = p.text_pieces(false)?;
     Ok(Template { pieces })
@@ -119,6 +120,7 @@ pub(crate) fn parse_element(text: &str) -> PResult<Element> {
         tokens,
         pos: 0,
         open: Vec::new(),
+        depth: 0,
     };
     if p.peek().is_none() {
         return Err(p.error(0, "expected a value, found an empty string".into()));
@@ -174,12 +176,18 @@ fn unexpected_char(text: &str, at: usize, mode: Mode) -> String {
     }
 }
 
+/// Deepest nesting of interpolations, lists and dicts accepted (keeps the recursive
+/// descent off the end of the stack on hostile input; real values nest two or three).
+const MAX_NESTING: usize = 64;
+
 struct Parser<'t> {
     text: &'t str,
     tokens: Vec<Token>,
     pos: usize,
     /// Starts of the `${` currently being parsed (innermost last).
     open: Vec<usize>,
+    /// Current nesting of interpolations and containers.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -278,8 +286,24 @@ impl Parser<'_> {
         Ok(pieces)
     }
 
+    fn nest(&mut self, at: usize) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(self.error(at, format!("nested more than {MAX_NESTING} levels deep")));
+        }
+        Ok(())
+    }
+
     /// Rules `interpolationNode` and `interpolationResolver`, at `${`.
     fn interpolation(&mut self) -> PResult<Interp> {
+        let at = self.peek().map_or(self.text.len(), |t| t.start);
+        self.nest(at)?;
+        let result = self.interpolation_inner();
+        self.depth -= 1;
+        result
+    }
+
+    fn interpolation_inner(&mut self) -> PResult<Interp> {
         let open = self.expect(Tok::InterOpen, "")?;
         self.open.push(open.start);
         let mut dots = 0;
@@ -408,6 +432,14 @@ impl Parser<'_> {
 
     /// Rule `element`: quoted string, list, dict or primitive.
     fn element(&mut self) -> PResult<Element> {
+        let at = self.peek().map_or(self.text.len(), |t| t.start);
+        self.nest(at)?;
+        let result = self.element_inner();
+        self.depth -= 1;
+        result
+    }
+
+    fn element_inner(&mut self) -> PResult<Element> {
         match self.peek_kind() {
             Some(Tok::QuoteOpenSingle | Tok::QuoteOpenDouble) => {
                 self.pos += 1;

@@ -93,13 +93,22 @@ impl<'a> Engine<'a> {
                             let d: Diag = errors::syntax(site.span(), &s, &e);
                             d.context(format!("`oc.decode` could not parse {s:?}"))
                         })?;
-                        self.eval_element(
-                            &el,
-                            Site {
-                                chain: site.chain,
-                                text: &s,
-                            },
-                        )
+                        // A decoded string can decode again (`${oc.decode:${oc.env:X}}` with X
+                        // holding the same text); bound that recursion.
+                        if self.decodes >= MAX_DECODE_DEPTH {
+                            return Err(fail(
+                                format!("`oc.decode` nested more than {MAX_DECODE_DEPTH} levels deep"),
+                                "a decoded value keeps decoding itself; check the variable it reads".into(),
+                            ));
+                        }
+                        self.decodes += 1;
+                        let inner = Site {
+                            chain: site.chain,
+                            text: &s,
+                        };
+                        let v = self.eval_element(&el, inner);
+                        self.decodes -= 1;
+                        v
                     }
                     _ => Err(fail(
                         format!(
@@ -166,6 +175,8 @@ impl<'a> Engine<'a> {
         }
     }
 }
+
+const MAX_DECODE_DEPTH: usize = 16;
 
 fn expected(min: usize, max: usize) -> String {
     if min == max {

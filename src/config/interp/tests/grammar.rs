@@ -226,3 +226,17 @@ fn has_interpolation_ignores_escaped_ones() {
     assert!(!has_interpolation("\\\\\\${a}"));
     assert!(!has_interpolation("$HOME $(x) {a}"));
 }
+
+#[test]
+fn hostile_nesting_is_a_syntax_error_not_a_crash() {
+    let deep = format!("{}a{}", "${".repeat(5000), "}".repeat(5000));
+    let e = parse_template(&deep).expect_err("too deep");
+    assert!(
+        e.message.contains("nested more than 64 levels"),
+        "{}",
+        e.message
+    );
+    let lists = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    assert!(parse_element(&lists).is_err());
+    assert!(parse_template("${a.${b.${c}}}").is_ok());
+}

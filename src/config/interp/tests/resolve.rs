@@ -265,3 +265,30 @@ fn independent_errors_are_reported_together_and_dependents_once() {
         d.notes
     );
 }
+
+#[test]
+fn runaway_chains_are_an_error_not_a_crash() {
+    let mut text = String::new();
+    for i in 0..1000 {
+        text.push_str(&format!("k{i}: ${{k{}}}\n", i + 1));
+    }
+    text.push_str("k1000: 1\n");
+    let d = failure(&text);
+    assert_eq!(d.code, "nrl::interp::cycle");
+    assert!(d.message.contains("deeper than"), "{}", d.message);
+    let mut short = String::new();
+    for i in 0..50 {
+        short.push_str(&format!("k{i}: ${{k{}}}\n", i + 1));
+    }
+    short.push_str("k50: 1\n");
+    assert_eq!(json(&resolved(&short))["k0"], json!(1));
+}
+
+#[test]
+fn a_syntax_error_is_reported_once_even_when_referenced() {
+    let d = failure("b: ${a}\na: \"${oops\"\nc: \"x ${oops\"\n");
+    assert_eq!(d.code, "nrl::interp::syntax");
+    assert_eq!(d.location().as_deref(), Some("t.yaml:2:5"), "at a, not b");
+    assert_eq!(d.related.len(), 1, "c has its own copy of the text: {d:?}");
+    assert_eq!(d.related[0].location().as_deref(), Some("t.yaml:3:7"));
+}

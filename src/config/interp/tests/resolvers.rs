@@ -146,3 +146,16 @@ fn unknown_resolver_lists_the_known_ones() {
     );
     assert!(!help.contains("shell"), "{help}");
 }
+
+#[test]
+fn self_decoding_variable_is_an_error_not_a_crash() {
+    let env = crate::config::env::MapEnv::new([("NRL_LOOP", "${oc.decode:${oc.env:NRL_LOOP}}")]);
+    let root = super::load("loop.yaml", "a: ${oc.decode:${oc.env:NRL_LOOP}}\n");
+    let d = super::super::resolve(&root, &env).expect_err("runaway decode");
+    assert_eq!(d.code, "nrl::interp::resolver");
+    assert!(
+        d.message.contains("nested more than 16 levels"),
+        "{}",
+        d.message
+    );
+}
