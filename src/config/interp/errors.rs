@@ -1,8 +1,8 @@
 //! Diagnostics for interpolation failures: stable codes, a label at the exact
 //! `${…}` inside the value when it can be found in the source, and a help line.
 
+use super::ast::{Interp, SyntaxError};
 use super::eval::{Active, Site};
-use super::parser::{Interp, SyntaxError};
 use super::walk::{Frame, Miss, join, path_of};
 use crate::config::node::Node;
 use crate::config::source::Span;

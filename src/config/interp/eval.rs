@@ -9,10 +9,9 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::ast::{Element, Interp, InterpKind, NamePart, Piece, SyntaxError, Template};
 use super::errors::{self, Fail, R};
-use super::parser::{
-    Element, Interp, InterpKind, NamePart, Piece, SyntaxError, Template, parse_template,
-};
+use super::parser::parse_template;
 use super::walk::{Cursor, Frame, Key, path_of};
 use crate::config::env::Env;
 use crate::config::node::{KeyKind, Map, Node, Value, python_str};
@@ -66,10 +65,16 @@ pub(crate) struct Site<'c, 'a> {
 }
 
 impl<'a> Site<'_, 'a> {
+    /// The node whose string holds the interpolation (chains are never empty: they
+    /// start at the root).
     pub fn node(&self) -> &'a Node {
-        self.chain
-            .last()
-            .map_or_else(|| self.chain[0].node, |f| f.node)
+        static NONE: Node = Node {
+            value: Value::Null,
+            span: None,
+            key_span: None,
+            key_kind: KeyKind::Str,
+        };
+        self.chain.last().map_or(&NONE, |f| f.node)
     }
 
     pub fn path(&self) -> String {
@@ -305,7 +310,14 @@ impl<'a> Engine<'a> {
         };
         let text = node.as_str().unwrap_or("");
         self.enter(chain)?;
-        let found = self.lookup(path, Site { chain, text }, interp);
+        // While this node is still marked busy, keep following references, so a
+        // chain `a -> b -> c` ends at c and a loop is caught as a cycle.
+        let found = match self.lookup(path, Site { chain, text }, interp) {
+            Ok(Cursor::Raw(next)) if next.last().is_some_and(|f| needs_eval(f.node)) => {
+                self.deref(&next)
+            }
+            other => other,
+        };
         self.active.pop();
         if found.is_err() {
             self.memo.insert(ptr(node), Slot::Failed);

@@ -12,6 +12,8 @@
 //!   the unresolved interpolations inside it;
 //! - a cycle is reported with its members (`a -> b -> a`) instead of "Recursive
 //!   interpolation detected";
+//! - a path may continue into a mapping a resolver produced (`${m.k}` with
+//!   `m: ${oc.decode:'{k: 1}'}`); OmegaConf says `m` is not a container;
 //! - integers are 64-bit: arithmetic that overflows is an error, and an over-long integer
 //!   literal in resolver arguments stays text;
 //! - a resolver whose name comes from an interpolation (`${${name}:…}`) is looked up like
@@ -27,6 +29,7 @@
 // is a crate-wide matter (yaml.rs and cli/ trip the same lint).
 #![allow(clippy::result_large_err)]
 
+mod ast;
 mod errors;
 mod eval;
 mod lexer;

@@ -3,9 +3,10 @@
 //! stays int except `/`, mixing in a float gives a float, bools count as ints, `+`
 //! concatenates strings and lists, `*` repeats them).
 
+use super::ast::Interp;
 use super::errors::{self, R};
 use super::eval::{Engine, Site, Val};
-use super::parser::{Interp, parse_element};
+use super::parser::parse_element;
 use super::walk::{Cursor, Miss, path_of, split_select_key};
 use crate::config::env::username;
 use crate::config::node::{Node, Value, python_str};

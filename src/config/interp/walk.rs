@@ -4,9 +4,9 @@
 
 use std::rc::Rc;
 
+use super::ast::{Interp, KeyPart, NodePath};
 use super::errors::{self, R};
 use super::eval::{Engine, Site, needs_eval};
-use super::parser::{Interp, KeyPart, NodePath};
 use crate::config::node::{Node, Value};
 use crate::config::source::Span;
 

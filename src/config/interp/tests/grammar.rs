@@ -2,9 +2,8 @@
 
 use serde_json::json;
 
-use super::super::parser::{
-    Element, InterpKind, KeyPart, NamePart, Piece, parse_element, parse_template,
-};
+use super::super::ast::{Element, InterpKind, KeyPart, NamePart, Piece};
+use super::super::parser::{parse_element, parse_template};
 use super::super::{check_syntax, has_interpolation};
 use super::{json, load, resolved};
 use crate::config::node::{Node, Value};

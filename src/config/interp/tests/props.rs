@@ -2,7 +2,8 @@
 
 use proptest::prelude::*;
 
-use super::super::parser::{Piece, parse_element, parse_template};
+use super::super::ast::Piece;
+use super::super::parser::{parse_element, parse_template};
 use super::super::{check_syntax, has_interpolation, resolve, resolve_path};
 use super::env;
 use crate::config::node::{Map, Node};

@@ -292,3 +292,16 @@ fn a_syntax_error_is_reported_once_even_when_referenced() {
     assert_eq!(d.related.len(), 1, "c has its own copy of the text: {d:?}");
     assert_eq!(d.related[0].location().as_deref(), Some("t.yaml:3:7"));
 }
+
+#[test]
+fn paths_go_through_chains_of_references() {
+    let n = resolved(
+        "x: ${a.k}\na: ${b}\nb: ${c}\nc:\n  k: 1\ny: ${m.k}\nm: \"${oc.decode:'{k: 2}'}\"\n",
+    );
+    assert_eq!(json(&n)["x"], json!(1));
+    // Deliberate difference: OmegaConf 2.3 refuses to walk into a resolver's result
+    // ("node `m` is not a container"); nrl walks into the mapping it produced.
+    assert_eq!(json(&n)["y"], json!(2), "through a resolver result");
+    let d = failure("x: ${a.k}\na: ${b}\nb: ${a}\n");
+    assert_eq!(d.code, "nrl::interp::cycle");
+}
