@@ -112,5 +112,13 @@ cases = [
  ("three_level_relative", {"a": {"b": {"c": {"d": "${...x}"}, "x": 1}, "x": 2}}),
  ("interp_in_list_arg", {"e": 2, "a": "${add:[1,${e}],[3]}"}),
  ("interp_in_dict_arg_value", {"e": 2, "a": "${oc.decode:'{k: ${e}}'}"}),
+ ("chain_of_references_mid_path", {"x": "${a.k}", "a": "${b}", "b": "${c}", "c": {"k": 1}}),
+ ("cycle_mid_path", {"x": "${a.k}", "a": "${b}", "b": "${a}"}),
+ ("referenced_list_keeps_relative_meaning", {"l": [{"r": 1, "m": "${.r}"}], "x": "${l}", "y": "${l.0.m}", "r": 9}),
+ ("select_relative_up", {"a": {"b": {"c": "${oc.select:..d,none}", "e": "${oc.select:..x}"}, "d": 4}}),
+ ("string_result_of_chain_in_text", {"a": "${b}", "b": "${c}-y", "c": "x", "d": "<${a}>"}),
+ ("missing_inside_referenced_container", {"a": {"m": "???", "k": 1}, "x": "${a}"}),
+ ("int_keys_in_yaml_style", {"ports": {"8080": "web"}, "a": "${ports.8080}"}),
+ ("whitespace_around_colon_and_comma", {"a": "${ mul : 2 , 3 }", "b": "${mul:2 ,3}"}),
 ]
 json.dump(cases, open("cases.json", "w"), ensure_ascii=False)
