@@ -76,9 +76,7 @@ fn is_shell_name(s: &str) -> bool {
 }
 
 fn shell_help(raw: &str) -> String {
-    format!(
-        "if `{raw}` is a shell variable, escape it as `\\{raw}` so it reaches the shell unchanged"
-    )
+    format!("if `{raw}` is a shell variable, escape it as `\\{raw}`")
 }
 
 fn located(site: Site<'_, '_>) -> String {
@@ -106,14 +104,16 @@ pub(crate) fn syntax(span: Option<Span>, text: &str, e: &SyntaxError) -> Diag {
                 .next()
         })
         .is_some_and(|name| !name.is_empty() && is_shell_name(name));
-    let mut help = String::from(
-        "interpolations look like `${a.b}`, `${.sibling}` or `${resolver:arg}`; write `\\${` for a literal `${`",
-    );
-    if shellish {
-        help = format!("{}; {help}", shell_help(raw));
-    }
+    let help = if shellish {
+        shell_help(raw)
+    } else {
+        "interpolations look like `${a.b}`, `${.sibling}` or `${resolver:arg}`; write `\\${` for a literal `${`"
+            .to_string()
+    };
+    // The label repeats the gist; the reason in parentheses stays in the title.
+    let gist = e.message.split(" (").next().unwrap_or(&e.message);
     Diag::new(SYNTAX, format!("malformed interpolation: {}", e.message))
-        .label(label, e.message.clone())
+        .label(label, gist.to_string())
         .help(help)
 }
 
