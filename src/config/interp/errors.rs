@@ -44,8 +44,9 @@ impl From<Diag> for Fail {
     }
 }
 
-/// Narrow `span` (the whole YAML value) to the `occurrence`-th appearance of `needle`
-/// in its source text, so block scalars point at the right line. Falls back to `span`.
+/// Narrow `span` (the whole YAML value) to where `value[start..end]` (its first line)
+/// appears in the source, counting earlier occurrences so repeats are told apart;
+/// block scalars then point at the right line. `None` when it cannot be found.
 fn narrow(span: Option<Span>, value: &str, start: usize, end: usize) -> Option<Span> {
     let span = span?;
     let needle = value
@@ -75,6 +76,23 @@ fn is_shell_name(s: &str) -> bool {
         && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Does the text after `${` read like a shell parameter expansion: an upper-case
+/// name (`LOG_DIR}`), or any name followed by an expansion operator (`tmp:-x}`)?
+fn looks_like_shell(after_open: &str) -> bool {
+    let name_len = after_open
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(after_open.len());
+    let (name, rest) = after_open.split_at(name_len);
+    if !is_shell_name(name) {
+        return false;
+    }
+    let upper = !name.chars().any(|c| c.is_ascii_lowercase());
+    let operator = [":-", ":=", ":+", ":?", "#", "%", "/", "^", ","]
+        .iter()
+        .any(|op| rest.starts_with(op));
+    upper || operator
+}
+
 fn shell_help(raw: &str) -> String {
     format!("if `{raw}` is a shell variable, escape it as `\\{raw}`")
 }
@@ -98,12 +116,7 @@ pub(crate) fn syntax(span: Option<Span>, text: &str, e: &SyntaxError) -> Diag {
     let label = narrow(span, text, open, open + raw.len()).or(span);
     let shellish = raw
         .strip_prefix("${")
-        .map(|r| r.trim_start())
-        .and_then(|r| {
-            r.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .next()
-        })
-        .is_some_and(|name| !name.is_empty() && is_shell_name(name));
+        .is_some_and(|r| looks_like_shell(r.trim_start()));
     let help = if shellish {
         shell_help(raw)
     } else {
@@ -151,7 +164,7 @@ pub(crate) fn missing_key(
             let single = !r.relative && r.keys.len() == 1;
             if single && KNOWN_RESOLVERS.contains(&key.as_str()) {
                 help.push(format!("`{key}` is a resolver: call it as `${{{key}:}}`"));
-            } else if single && is_shell_name(&key) {
+            } else if single && looks_like_shell(&key) {
                 help.push(shell_help(raw));
             }
             if help.is_empty() {
@@ -362,9 +375,7 @@ pub(crate) fn unknown_resolver(
 ) -> Fail {
     let raw = interp_text(site, interp);
     let known = format!("known resolvers: {}", KNOWN_RESOLVERS.join(", "));
-    let shell_op = first_arg.starts_with(['-', '+', '?', '=']);
-    let shellish =
-        is_shell_name(name) && (shell_op || !name.chars().any(|c| c.is_ascii_lowercase()));
+    let shellish = is_shell_name(name) && looks_like_shell(&format!("{name}:{first_arg}"));
     let help = if shellish {
         format!("{}; {known}", shell_help(raw))
     } else if name.starts_with("oc.") {

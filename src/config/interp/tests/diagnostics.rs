@@ -112,3 +112,20 @@ fn key_interpolation_must_give_a_string() {
     assert_eq!(d.code, "nrl::interp::type");
     assert!(d.message.contains("used as a config key"), "{}", d.message);
 }
+
+#[test]
+fn shell_help_only_where_a_shell_variable_is_plausible() {
+    let help = |t: &str| failure(t).help.unwrap_or_default();
+    assert!(!help("a: ${foo}\n").contains("shell"), "lower-case key");
+    assert!(help("a: ${HOME}\n").contains("`\\${HOME}`"));
+    let root = load("syn.yaml", "a: ${a..b}\nb: ${PATH:-/bin<x}\n");
+    let d = check_syntax(&root).expect_err("two errors");
+    assert!(!d.help.unwrap_or_default().contains("shell"));
+    assert!(
+        d.related[0]
+            .help
+            .clone()
+            .unwrap_or_default()
+            .contains("`\\${PATH:-/bin<x}`")
+    );
+}
