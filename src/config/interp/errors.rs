@@ -8,11 +8,17 @@ use crate::config::node::Node;
 use crate::config::source::Span;
 use crate::diag::Diag;
 
+/// A malformed `${…}` (also a string `oc.decode` cannot parse).
 pub const SYNTAX: &str = "nrl::interp::syntax";
+/// A key that does not exist, or a path through a non-container or above the root.
 pub const MISSING_KEY: &str = "nrl::interp::missing_key";
+/// An interpolation that points at (or through) `???`.
 pub const MISSING_VALUE: &str = "nrl::interp::missing_value";
+/// Values that depend on themselves (also a runaway chain).
 pub const CYCLE: &str = "nrl::interp::cycle";
+/// An unknown resolver, or one that failed (unset variable, bad arguments).
 pub const RESOLVER: &str = "nrl::interp::resolver";
+/// A nested interpolation used as a key or resolver name that is not a string.
 pub const TYPE: &str = "nrl::interp::type";
 
 /// Resolvers nrl provides, listed in "unknown resolver" errors.

@@ -7,23 +7,25 @@
 //! does in the reference): a value that is exactly one interpolation takes the type of
 //! its result; one with surrounding text becomes a string built with Python's `str()`.
 //!
-//! Where nrl deliberately differs from OmegaConf 2.3:
+//! Where nrl deliberately differs from OmegaConf 2.3 (each is pinned by a test):
 //! - a mapping or list embedded in text is shown resolved (`{'k': 1}`); OmegaConf shows
 //!   the unresolved interpolations inside it;
 //! - a cycle is reported with its members (`a -> b -> a`) instead of "Recursive
 //!   interpolation detected";
 //! - a path may continue into a mapping a resolver produced (`${m.k}` with
 //!   `m: ${oc.decode:'{k: 1}'}`); OmegaConf says `m` is not a container;
+//! - every malformed string is a syntax error at load time ([`check_syntax`]); OmegaConf's
+//!   quick pre-check lets a few through to resolution time (a newline in arguments);
 //! - integers are 64-bit: arithmetic that overflows is an error, and an over-long integer
-//!   literal in resolver arguments stays text;
-//! - a resolver whose name comes from an interpolation (`${${name}:…}`) is looked up like
-//!   any other; an interpolated key that resolves to dotted text is split at the dots
-//!   (as OmegaConf does) but brackets inside it are not interpreted;
-//! - only the resolvers listed in [`errors::KNOWN_RESOLVERS`] exist (no `oc.create`,
-//!   `oc.deprecated`, `oc.dict.*`).
+//!   literal in resolver arguments stays text; `oc.decode` of a lone blank gives the
+//!   blank (OmegaConf fails an internal assertion);
+//! - an interpolated key that resolves to dotted text is split at the dots (as in
+//!   OmegaConf) but brackets inside it are not interpreted;
+//! - only the resolvers in [`KNOWN_RESOLVERS`] exist (no `oc.create`, `oc.deprecated`,
+//!   `oc.dict.*`);
+//! - errors of independent values are reported together (up to 20), each once.
 //!
-//! Error codes: `nrl::interp::syntax`, `::missing_key`, `::missing_value`, `::cycle`,
-//! `::resolver`, `::type` (a key or resolver name that is not a string).
+//! Error codes are in [`codes`].
 
 // `Diag` is the crate's one error type and these signatures are the agreed API; its size
 // is a crate-wide matter (yaml.rs and cli/ trip the same lint).
@@ -48,6 +50,11 @@ use crate::config::node::{Node, Value};
 use crate::diag::{Diag, Result};
 
 pub use errors::KNOWN_RESOLVERS;
+
+/// Stable diagnostic codes of interpolation errors.
+pub mod codes {
+    pub use super::errors::{CYCLE, MISSING_KEY, MISSING_VALUE, RESOLVER, SYNTAX, TYPE};
+}
 
 /// At most this many independent errors are reported together.
 const MAX_ERRORS: usize = 20;

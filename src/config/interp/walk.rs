@@ -156,7 +156,8 @@ pub(crate) fn split_select_key(key: &str) -> (usize, Vec<String>) {
             c => cur.push(c),
         }
     }
-    if !cur.is_empty() || keys.is_empty() {
+    // An empty key (`''` or just dots) selects the starting node itself.
+    if !cur.is_empty() || (!keys.is_empty() && key.ends_with('.')) {
         keys.push(cur);
     }
     (dots, keys)

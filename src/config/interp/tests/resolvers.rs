@@ -159,3 +159,15 @@ fn self_decoding_variable_is_an_error_not_a_crash() {
         d.message
     );
 }
+
+#[test]
+fn oc_select_of_its_own_container_is_an_error() {
+    // OmegaConf recurses until Python's stack limit here.
+    let d = failure("a:\n  s: ${oc.select:.}\n");
+    assert_eq!(d.code, "nrl::interp::cycle");
+    assert!(
+        d.message.contains("a container that holds it"),
+        "{}",
+        d.message
+    );
+}
