@@ -2,6 +2,7 @@
 //! Hydra overrides, OmegaConf interpolation, provenance and the typed infra schema.
 
 pub mod env;
+pub mod interp;
 pub mod node;
 pub mod overrides;
 pub mod schema;
