@@ -27,10 +27,6 @@
 //!
 //! Error codes are in [`codes`].
 
-// `Diag` is the crate's one error type and these signatures are the agreed API; its size
-// is a crate-wide matter (yaml.rs and cli/ trip the same lint).
-#![allow(clippy::result_large_err)]
-
 mod ast;
 mod errors;
 mod eval;

@@ -9,7 +9,7 @@ fn unescaped_shell_variable_gets_the_escape_help() {
     let d = failure("cmd: mkdir -p ${LOG_DIR}\n");
     assert_eq!(d.code, "nrl::interp::missing_key");
     assert_eq!(d.message, "Interpolation key 'LOG_DIR' not found");
-    let help = d.help.unwrap_or_default();
+    let help = d.help.clone().unwrap_or_default();
     assert!(
         help.contains("shell variable, escape it as `\\${LOG_DIR}`"),
         "{help}"
@@ -22,11 +22,11 @@ fn shell_default_expansion_gets_the_escape_help() {
     let d = failure("cmd: echo ${VAR:-x}\n");
     assert_eq!(d.code, "nrl::interp::resolver");
     assert_eq!(d.message, "Unsupported interpolation type VAR");
-    let help = d.help.unwrap_or_default();
+    let help = d.help.clone().unwrap_or_default();
     assert!(help.contains("escape it as `\\${VAR:-x}`"), "{help}");
     assert!(help.contains("known resolvers"), "{help}");
     let d = failure("cmd: echo ${tmp:-/x}\n");
-    assert!(d.help.unwrap_or_default().contains("`\\${tmp:-/x}`"));
+    assert!(d.help.clone().unwrap_or_default().contains("`\\${tmp:-/x}`"));
 }
 
 #[test]
@@ -34,7 +34,7 @@ fn shell_expansion_that_is_not_grammar_gets_the_escape_help() {
     let root = load("sh.yaml", "cmd: echo ${CLUSTER_UUID:-<none>} done\n");
     let d = check_syntax(&root).expect_err("`<` is not allowed");
     assert_eq!(d.code, "nrl::interp::syntax");
-    let help = d.help.unwrap_or_default();
+    let help = d.help.clone().unwrap_or_default();
     assert!(
         help.contains("escape it as `\\${CLUSTER_UUID:-<none>}`"),
         "{help}"
@@ -46,7 +46,7 @@ fn shell_expansion_that_is_not_grammar_gets_the_escape_help() {
 fn key_that_names_a_resolver_suggests_calling_it() {
     let d = failure("a: ${user}\n");
     assert_eq!(d.code, "nrl::interp::missing_key");
-    let help = d.help.unwrap_or_default();
+    let help = d.help.clone().unwrap_or_default();
     assert!(
         help.contains("`user` is a resolver: call it as `${user:}`"),
         "{help}"
@@ -56,7 +56,7 @@ fn key_that_names_a_resolver_suggests_calling_it() {
 #[test]
 fn close_keys_get_a_suggestion() {
     let d = failure("kuberay:\n  training:\n    name: x\na: ${kuberay.trainig.name}\n");
-    let help = d.help.unwrap_or_default();
+    let help = d.help.clone().unwrap_or_default();
     assert!(help.contains("did you mean `kuberay.training`?"), "{help}");
 }
 
@@ -115,12 +115,12 @@ fn key_interpolation_must_give_a_string() {
 
 #[test]
 fn shell_help_only_where_a_shell_variable_is_plausible() {
-    let help = |t: &str| failure(t).help.unwrap_or_default();
+    let help = |t: &str| failure(t).help.clone().unwrap_or_default();
     assert!(!help("a: ${foo}\n").contains("shell"), "lower-case key");
     assert!(help("a: ${HOME}\n").contains("`\\${HOME}`"));
     let root = load("syn.yaml", "a: ${a..b}\nb: ${PATH:-/bin<x}\n");
     let d = check_syntax(&root).expect_err("two errors");
-    assert!(!d.help.unwrap_or_default().contains("shell"));
+    assert!(!d.help.clone().unwrap_or_default().contains("shell"));
     assert!(
         d.related[0]
             .help

@@ -1,6 +1,6 @@
-//! The OmegaConf 2.3.0 corpus: `omegaconf/golden.json` was produced by running
-//! `omegaconf/gen_golden.py` (real OmegaConf, with the resolvers registered as
-//! nrl-k8s and NeMo-RL do) over `omegaconf/cases.py`. Each case is a config resolved
+//! The OmegaConf 2.3.0 corpus: `tests/data/interp/omegaconf/golden.json` was produced by running
+//! `tests/data/interp/omegaconf/gen_golden.py` (real OmegaConf, with the resolvers registered as
+//! nrl-k8s and NeMo-RL do) over `tests/data/interp/omegaconf/cases.py`. Each case is a config resolved
 //! key by key; nrl must give the same value or the matching error code.
 
 use serde_json::Value as Json;
@@ -19,7 +19,7 @@ const DIFFERENCES: &[(&str, &str, &str, &str)] = &[(
 )];
 
 fn golden() -> Json {
-    serde_json::from_str(include_str!("omegaconf/golden.json")).expect("golden.json is valid JSON")
+    serde_json::from_str(include_str!("../../../../tests/data/interp/omegaconf/golden.json")).expect("golden.json is valid JSON")
 }
 
 /// `{"$float": "inf"}` stands for a non-finite float (JSON cannot carry one).

@@ -139,7 +139,7 @@ fn unknown_resolver_lists_the_known_ones() {
     let d = failure("a: ${nope:1}\n");
     assert_eq!(d.code, "nrl::interp::resolver");
     assert_eq!(d.message, "Unsupported interpolation type nope");
-    let help = d.help.unwrap_or_default();
+    let help = d.help.clone().unwrap_or_default();
     assert!(
         help.contains("known resolvers: user, oc.env, oc.select, oc.decode, mul"),
         "{help}"

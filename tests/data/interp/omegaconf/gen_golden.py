@@ -1,4 +1,4 @@
-"""Generate src/config/interp/tests/omegaconf_golden.json from OmegaConf 2.3.0.
+"""Generate tests/data/interp/omegaconf/golden.json from OmegaConf 2.3.0.
 
 Each case is a config (JSON-able dict) resolved key by key; each result is the
 resolved value, or the nrl error code the OmegaConf exception maps to.
