@@ -6,4 +6,5 @@ pub mod cli;
 pub mod config;
 pub mod diag;
 pub mod k8s;
+pub mod launch;
 pub mod render;

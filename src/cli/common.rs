@@ -17,3 +17,16 @@ pub struct RecipeArgs {
     #[arg(value_name = "OVERRIDES", allow_hyphen_values = false)]
     pub overrides: Vec<String>,
 }
+
+impl RecipeArgs {
+    /// A load request over the real process environment.
+    pub fn load_request(&self) -> crate::config::layers::LoadRequest {
+        let mut req = crate::config::layers::LoadRequest::new(
+            self.recipe.clone(),
+            std::sync::Arc::new(crate::config::env::ProcessEnv),
+        );
+        req.infra = self.infra.clone();
+        req.overrides = self.overrides.clone();
+        req
+    }
+}

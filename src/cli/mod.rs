@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use crate::diag::{Exit, Result};
 
+pub mod check;
 pub mod common;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
@@ -16,9 +17,13 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    Check(check::CheckArgs),
+}
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
-    match cli.command {}
+    match cli.command {
+        Command::Check(a) => check::run(a),
+    }
 }

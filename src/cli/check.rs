@@ -1,0 +1,113 @@
+//! `nrl check`: validate a recipe + infra pair and show what would be applied.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::common::RecipeArgs;
+use crate::diag::{Diag, Exit, Result};
+use crate::launch::check::{bundle, check};
+use crate::render::{emit, summary};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+/// Load, render and validate a recipe + infra pair; print a summary, the manifests, or
+/// a full bundle. Never contacts a cluster.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  nrl check recipe.yaml --infra infra.yaml
+  nrl check recipe.yaml --infra infra.yaml --manifests-only
+  nrl check recipe.yaml --infra infra.yaml -o bundle.json
+  nrl check recipe.yaml --infra infra.yaml --explain infra.kuberay.training.name
+  nrl check recipe.yaml --infra infra.yaml policy.optimizer.kwargs.lr=3e-4 infra.labels.team=rl")]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Write the output to FILE instead of stdout (parent directories are created).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Bundle format (default: from the -o extension; .json is JSON, anything else YAML).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Print only the rendered manifests, as a YAML stream.
+    #[arg(long)]
+    pub manifests_only: bool,
+    /// Show which layer, file and line set KEY (repeatable), e.g. `infra.image`.
+    #[arg(long, value_name = "KEY")]
+    pub explain: Vec<String>,
+    /// Skip validation of the rendered objects against the bundled schemas.
+    #[arg(long)]
+    pub no_validate: bool,
+}
+
+pub fn run(args: CheckArgs) -> Result<Exit> {
+    let req = args.recipe.load_request();
+    if !args.explain.is_empty() {
+        let cfg = crate::config::layers::load(&req)?;
+        for key in &args.explain {
+            print!("{}", crate::config::provenance::explain(&cfg, key)?);
+        }
+        return Ok(Exit::Ok);
+    }
+    let checked = check(&req, !args.no_validate)?;
+    if args.manifests_only {
+        let text = emit::to_yaml_stream(&checked.manifests);
+        match &args.output {
+            Some(path) => {
+                write_file(path, &text)?;
+                println!(
+                    "wrote {} manifest(s) to {}",
+                    checked.manifests.len(),
+                    path.display()
+                );
+            }
+            None => print!("{text}"),
+        }
+        return Ok(Exit::Ok);
+    }
+    if let Some(path) = &args.output {
+        let format = args.format.unwrap_or_else(|| {
+            if path.extension().is_some_and(|e| e == "json") {
+                Format::Json
+            } else {
+                Format::Yaml
+            }
+        });
+        let b = bundle(&checked)?;
+        let text = match format {
+            Format::Json => emit::to_json(&b, true),
+            Format::Yaml => emit::to_yaml(&b),
+        };
+        write_file(path, &text)?;
+        println!(
+            "wrote full config + {} manifest(s) to {}",
+            checked.manifests.len(),
+            path.display()
+        );
+        return Ok(Exit::Ok);
+    }
+    print!(
+        "{}",
+        summary::summary(&checked.config.infra, &checked.manifests)
+    );
+    Ok(Exit::Ok)
+}
+
+pub(crate) fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+    }
+    std::fs::write(path, text).map_err(|e| io_error(path, e))
+}
+
+fn io_error(path: &std::path::Path, e: std::io::Error) -> Diag {
+    Diag::new(
+        "nrl::io::write",
+        format!("cannot write {}: {e}", path.display()),
+    )
+    .help("check the directory exists and is writable")
+}

@@ -1,0 +1,288 @@
+//! Provenance: which layer, file and line (or command-line argument) set a key.
+//! `nrl check … --explain KEY` prints this history, lowest layer first.
+
+use std::fmt;
+
+use super::defaults::LoadedFile;
+use super::interp;
+use super::layers::{InfraSource, LoadedConfig};
+use super::node::{Node, Value};
+use super::overrides::{Op, Override};
+use super::source::Span;
+use crate::diag::{Diag, Result};
+
+/// One layer's contribution to a key.
+#[derive(Debug, Clone)]
+pub struct Setting {
+    /// "shipped defaults", "user defaults", "infra file", "recipe", "override".
+    pub layer: &'static str,
+    /// `file:line:col` or `<override #2>`.
+    pub location: String,
+    /// The value as written there (one line).
+    pub written: String,
+    /// True when this layer cleared an enclosing section (e.g. `policy.optimizer: null`).
+    pub clears: bool,
+}
+
+/// The history of one key.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    pub key: String,
+    pub settings: Vec<Setting>,
+    /// The final value (resolved), if the key exists.
+    pub value: Option<Node>,
+    pub note: Option<String>,
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(v) => writeln!(f, "{} = {}", self.key, one_line(v))?,
+            None => writeln!(f, "{} is not set", self.key)?,
+        }
+        if self.settings.is_empty() {
+            writeln!(f, "  (no layer sets it)")?;
+        }
+        let last = self.settings.len().saturating_sub(1);
+        for (i, s) in self.settings.iter().enumerate() {
+            let verb = if s.clears { "cleared by" } else { "set by" };
+            let fin = if i == last && !s.clears {
+                "  <- wins"
+            } else {
+                ""
+            };
+            writeln!(
+                f,
+                "  {verb} {:<22} {}  {}{fin}",
+                s.layer, s.location, s.written
+            )?;
+        }
+        if let Some(n) = &self.note {
+            writeln!(f, "  note: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+fn one_line(n: &Node) -> String {
+    let s = match &n.value {
+        Value::Str(s) => format!("{s:?}"),
+        _ => n.to_json().to_string(),
+    };
+    if s.chars().count() > 100 {
+        let cut: String = s.chars().take(97).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+fn written(n: &Node) -> String {
+    match n.span {
+        Some(sp) if !n.value.is_container() => {
+            let t = sp.text();
+            let first = t.lines().next().unwrap_or("").trim().to_string();
+            if t.lines().count() > 1 {
+                format!("{first} …")
+            } else {
+                first
+            }
+        }
+        _ => one_line(n),
+    }
+}
+
+fn location(span: Option<Span>) -> String {
+    span.map(|s| s.location()).unwrap_or_else(|| "<nrl>".into())
+}
+
+/// Explain `key` (`infra.…` for the infra side, anything else for the recipe).
+pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
+    let key = key.trim();
+    let (infra_side, path) = match key.strip_prefix("infra.") {
+        Some(rest) => (true, rest.to_string()),
+        None if key == "infra" => (true, String::new()),
+        None => (false, key.to_string()),
+    };
+    let segs: Vec<&str> = if path.is_empty() {
+        Vec::new()
+    } else {
+        path.split('.').collect()
+    };
+    let mut settings = Vec::new();
+    let mut note = None;
+    let value;
+    if infra_side {
+        scan(
+            &cfg.layers.shipped,
+            &segs,
+            "shipped defaults",
+            &mut settings,
+        );
+        for f in &cfg.layers.user {
+            scan_file(f, &segs, "user defaults", &mut settings);
+        }
+        match &cfg.layers.infra {
+            InfraSource::File(files) => {
+                for f in files {
+                    scan_file(f, &segs, "infra file", &mut settings);
+                }
+            }
+            InfraSource::RecipeBlock(Some(b)) => {
+                scan(b, &segs, "recipe infra: block", &mut settings)
+            }
+            InfraSource::RecipeBlock(None) => {}
+        }
+        scan_overrides(&cfg.layers.infra_overrides, &segs, &mut settings);
+        value = cfg.infra.source.get_path(&path).cloned();
+        if path == "namespace" {
+            if let Some(o) = &cfg.namespace_inferred {
+                note = Some(format!("inferred from {o}"));
+            }
+        }
+    } else {
+        for f in &cfg.layers.recipe_files {
+            scan_file(f, &segs, "recipe", &mut settings);
+        }
+        scan_overrides(&cfg.layers.recipe_overrides, &segs, &mut settings);
+        value = match cfg.recipe.get_path(&path) {
+            Some(_) => Some(interp::resolve_path(&cfg.recipe, &path, cfg.env.as_ref())?),
+            None => None,
+        };
+    }
+    if value.is_none() && settings.is_empty() {
+        let root = if infra_side {
+            &cfg.infra.source
+        } else {
+            &cfg.recipe
+        };
+        return Err(missing_key(root, key, &segs, infra_side));
+    }
+    Ok(Explanation {
+        key: key.to_string(),
+        settings,
+        value,
+        note,
+    })
+}
+
+fn scan_file(f: &LoadedFile, segs: &[&str], layer: &'static str, out: &mut Vec<Setting>) {
+    scan(&f.tree, segs, layer, out);
+}
+
+/// Record what `tree` says about `segs`: a value at the path, or an ancestor replaced by
+/// a scalar/null (which clears everything below it).
+fn scan(tree: &Node, segs: &[&str], layer: &'static str, out: &mut Vec<Setting>) {
+    let mut cur = tree;
+    for (i, seg) in segs.iter().enumerate() {
+        let Some(next) = cur.child(seg) else {
+            return;
+        };
+        let last = i + 1 == segs.len();
+        if !last && !next.value.is_container() {
+            out.push(Setting {
+                layer,
+                location: location(next.span.or(next.key_span)),
+                written: format!("{}: {}", segs[..=i].join("."), written(next)),
+                clears: true,
+            });
+            return;
+        }
+        cur = next;
+    }
+    out.push(Setting {
+        layer,
+        location: location(cur.span.or(cur.key_span)),
+        written: written(cur),
+        clears: false,
+    });
+}
+
+fn scan_overrides(ovs: &[Override], segs: &[&str], out: &mut Vec<Setting>) {
+    for ov in ovs {
+        let p: Vec<&str> = ov.path.iter().map(String::as_str).collect();
+        let n = p.len().min(segs.len());
+        if p[..n] != segs[..n] {
+            continue;
+        }
+        let loc = format!("<override #{}>", ov.index + 1);
+        if matches!(ov.op, Op::Delete) && p.len() <= segs.len() {
+            out.push(Setting {
+                layer: "override",
+                location: loc,
+                written: ov.text.clone(),
+                clears: true,
+            });
+            continue;
+        }
+        if p.len() <= segs.len() {
+            // The override sets the key itself or a mapping that may contain it.
+            let rest = segs[p.len()..].join(".");
+            let covers = match &ov.value {
+                Some(v) if rest.is_empty() => Some(v.clone()),
+                Some(v) => v.get_path(&rest).cloned(),
+                None => None,
+            };
+            if covers.is_some() || rest.is_empty() {
+                out.push(Setting {
+                    layer: "override",
+                    location: loc,
+                    written: ov.text.clone(),
+                    clears: false,
+                });
+            }
+        } else {
+            // The override sets something below the key.
+            out.push(Setting {
+                layer: "override",
+                location: loc,
+                written: ov.text.clone(),
+                clears: false,
+            });
+        }
+    }
+}
+
+fn missing_key(root: &Node, key: &str, segs: &[&str], infra_side: bool) -> Diag {
+    // Deepest existing container, then suggest among its keys.
+    let mut cur = root;
+    let mut depth = 0;
+    for seg in segs {
+        match cur.child(seg) {
+            Some(n) => {
+                cur = n;
+                depth += 1;
+            }
+            None => break,
+        }
+    }
+    let prefix = {
+        let mut p: Vec<&str> = Vec::new();
+        if infra_side {
+            p.push("infra");
+        }
+        p.extend(&segs[..depth]);
+        p.join(".")
+    };
+    let wanted = segs.get(depth).copied().unwrap_or("");
+    let mut d = Diag::new(
+        "nrl::config::unknown_key",
+        format!("`{key}` is not set in any layer"),
+    );
+    if let Some(m) = cur.as_map() {
+        if let Some(best) =
+            crate::config::suggest::did_you_mean(wanted, m.keys().map(String::as_str))
+        {
+            let full = if prefix.is_empty() {
+                best.to_string()
+            } else {
+                format!("{prefix}.{best}")
+            };
+            d = d.help(format!("did you mean `{full}`?"));
+            return d;
+        }
+    }
+    d.help(
+        "use a dotted path such as `infra.kuberay.training.name` or `policy.optimizer.kwargs.lr`",
+    )
+}

@@ -1,0 +1,47 @@
+//! `nrl check`: load, render and validate without touching a cluster.
+
+use crate::config::layers::{LoadRequest, LoadedConfig, load};
+use crate::config::node::Node;
+use crate::diag::{Diag, Result};
+use crate::render;
+use crate::render::meta::map_of;
+
+/// A loaded pair with its rendered manifests.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub config: LoadedConfig,
+    pub manifests: Vec<Node>,
+}
+
+/// Load, render every manifest, and (unless `validate` is off) check them against the
+/// bundled schemas and the naming rules.
+pub fn check(req: &LoadRequest, validate: bool) -> Result<Checked> {
+    let config = load(req)?;
+    let manifests = render::check_manifests(&config.infra)?;
+    if validate {
+        validate_manifests(&manifests)?;
+    }
+    Ok(Checked { config, manifests })
+}
+
+/// Schema validation and name checks of rendered objects; all problems in one report.
+pub fn validate_manifests(manifests: &[Node]) -> Result<()> {
+    let mut problems: Vec<Diag> = Vec::new();
+    for m in manifests {
+        problems.extend(render::validate::validate_object(m));
+        problems.extend(render::validate::check_names(m));
+    }
+    match Diag::aggregate(problems) {
+        None => Ok(()),
+        Some(d) => Err(d),
+    }
+}
+
+/// The `check -o` bundle: `{infra, recipe, manifests}` (ref-config-render §5.3).
+pub fn bundle(checked: &Checked) -> Result<Node> {
+    Ok(map_of(vec![
+        ("infra", checked.config.infra.to_node()),
+        ("recipe", checked.config.resolved_recipe()?),
+        ("manifests", Node::list(checked.manifests.clone())),
+    ]))
+}

@@ -1,0 +1,3 @@
+//! Orchestration: composes config, render, k8s and ray into the things users run.
+
+pub mod check;
