@@ -9,6 +9,7 @@ pub mod meta;
 pub mod raycluster;
 pub mod rayjob;
 pub mod summary;
+pub mod targets;
 pub mod validate;
 
 use crate::config::node::Node;
