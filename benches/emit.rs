@@ -5,7 +5,8 @@ use nrl::config::source::{SourceKind, add_source};
 use nrl::config::yaml::parse_source;
 use nrl::render::emit::{to_json, to_yaml};
 
-const RAYJOB: &str = include_str!("../tests/data/reference/nrl-k8s-golden/ultra_64n.run_rayjob_dry_run.txt");
+const RAYJOB: &str =
+    include_str!("../tests/data/reference/nrl-k8s-golden/ultra_64n.run_rayjob_dry_run.txt");
 
 fn emit(c: &mut Criterion) {
     let id = add_source(

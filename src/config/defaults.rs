@@ -51,8 +51,19 @@ pub fn load_with_defaults(path: &Path, kind: SourceKind, per_file: PerFile) -> R
 /// Read and register one file without inheritance.
 pub fn read_file(path: &Path, kind: SourceKind, referenced_at: Option<Span>) -> Result<Node> {
     let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e, referenced_at))?;
-    let id = add_source(path.display().to_string(), Some(path), text, kind);
-    parse_mapping(id, &path.display().to_string())
+    let name = display_path(path);
+    let id = add_source(name.clone(), Some(path), text, kind);
+    parse_mapping(id, &name)
+}
+
+/// A path as users like to see it: relative to the current directory when inside it.
+pub fn display_path(path: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| path.to_path_buf())
+        .display()
+        .to_string()
 }
 
 fn canonical(p: &Path) -> std::io::Result<PathBuf> {

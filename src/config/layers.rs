@@ -178,7 +178,14 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
     for f in &user {
         merge_or_diag(&mut infra, f.tree.clone())?;
     }
+    // Errors about the infra mapping as a whole (a missing `image`) belong to the user's
+    // infra file, not to the shipped defaults that happen to be merged first.
+    let (layer_span, layer_key_span) = (infra_layer.span, infra_layer.key_span);
     merge_or_diag(&mut infra, infra_layer)?;
+    if layer_span.is_some() {
+        infra.span = layer_span;
+        infra.key_span = layer_key_span;
+    }
     overrides::apply_all(&mut infra, &infra_ovs, Side::Infra)?;
     interp::check_syntax(&infra)?;
 

@@ -114,8 +114,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let sa = d.path().join("ns");
         std::fs::write(&sa, "  from-sa\n").unwrap();
-        let mut env = MapEnv::default();
-        env.sa_namespace_file = Some(sa);
+        let env = MapEnv {
+            sa_namespace_file: Some(sa),
+            ..MapEnv::default()
+        };
         let (ns, o) = infer_namespace(&env, None);
         assert_eq!(ns, "from-sa");
         assert!(matches!(o, NamespaceOrigin::ServiceAccount(_)));

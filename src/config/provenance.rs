@@ -135,10 +135,10 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
         }
         scan_overrides(&cfg.layers.infra_overrides, &segs, &mut settings);
         value = cfg.infra.source.get_path(&path).cloned();
-        if path == "namespace" {
-            if let Some(o) = &cfg.namespace_inferred {
-                note = Some(format!("inferred from {o}"));
-            }
+        if path == "namespace"
+            && let Some(o) = &cfg.namespace_inferred
+        {
+            note = Some(format!("inferred from {o}"));
         }
     } else {
         for f in &cfg.layers.recipe_files {
@@ -265,22 +265,20 @@ fn missing_key(root: &Node, key: &str, segs: &[&str], infra_side: bool) -> Diag 
         p.join(".")
     };
     let wanted = segs.get(depth).copied().unwrap_or("");
-    let mut d = Diag::new(
+    let d = Diag::new(
         "nrl::config::unknown_key",
         format!("`{key}` is not set in any layer"),
     );
-    if let Some(m) = cur.as_map() {
-        if let Some(best) =
+    if let Some(m) = cur.as_map()
+        && let Some(best) =
             crate::config::suggest::did_you_mean(wanted, m.keys().map(String::as_str))
-        {
-            let full = if prefix.is_empty() {
-                best.to_string()
-            } else {
-                format!("{prefix}.{best}")
-            };
-            d = d.help(format!("did you mean `{full}`?"));
-            return d;
-        }
+    {
+        let full = if prefix.is_empty() {
+            best.to_string()
+        } else {
+            format!("{prefix}.{best}")
+        };
+        return d.help(format!("did you mean `{full}`?"));
     }
     d.help(
         "use a dotted path such as `infra.kuberay.training.name` or `policy.optimizer.kwargs.lr`",

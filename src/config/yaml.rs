@@ -548,7 +548,9 @@ mod tests {
 
     #[test]
     fn integer_extremes() {
-        let n = load("lo: -9223372036854775808\nhi: 9223372036854775807\nover: 9223372036854775808\n").unwrap();
+        let n =
+            load("lo: -9223372036854775808\nhi: 9223372036854775807\nover: 9223372036854775808\n")
+                .unwrap();
         assert_eq!(n.get("lo").unwrap().as_i64(), Some(i64::MIN));
         assert_eq!(n.get("hi").unwrap().as_i64(), Some(i64::MAX));
         // Beyond i64 the digits are kept as text rather than lost.

@@ -1,3 +1,4 @@
 //! Orchestration: composes config, render, k8s and ray into the things users run.
 
 pub mod check;
+pub mod rayjob;

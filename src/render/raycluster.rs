@@ -129,10 +129,10 @@ pub fn raycluster_spec(infra: &InfraConfig, cluster: &ClusterSpec, role: Role) -
             _ => {}
         }
     }
-    if let Some(h) = head {
-        if let Some(t) = template_of(h, "headGroupSpec")? {
-            templates.push((t, false));
-        }
+    if let Some(h) = head
+        && let Some(t) = template_of(h, "headGroupSpec")?
+    {
+        templates.push((t, false));
     }
     if let Some(Node {
         value: Value::List(groups),

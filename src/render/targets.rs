@@ -28,10 +28,18 @@ pub fn parse_targets(infra: &InfraConfig, targets: &[String]) -> Result<Vec<Targ
     let mut out = Vec::new();
     if targets.is_empty() {
         out.extend(infra.kuberay.roles().map(|(r, _)| Target::Role(r)));
-        out.extend(infra.deployments.keys().map(|k| Target::Deployment(k.clone())));
+        out.extend(
+            infra
+                .deployments
+                .keys()
+                .map(|k| Target::Deployment(k.clone())),
+        );
         if out.is_empty() {
-            return Err(Diag::new("nrl::cluster::no_targets", "no resources defined in the recipe")
-                .help("declare `infra.kuberay.<role>` or `infra.deployments.<name>`"));
+            return Err(Diag::new(
+                "nrl::cluster::no_targets",
+                "no resources defined in the recipe",
+            )
+            .help("declare `infra.kuberay.<role>` or `infra.deployments.<name>`"));
         }
         return Ok(out);
     }
@@ -54,7 +62,8 @@ pub fn parse_targets(infra: &InfraConfig, targets: &[String]) -> Result<Vec<Targ
                 match role {
                     Some(r) => out.push(Target::Role(r)),
                     None => {
-                        let declared: Vec<_> = infra.kuberay.roles().map(|(r, _)| r.as_str()).collect();
+                        let declared: Vec<_> =
+                            infra.kuberay.roles().map(|(r, _)| r.as_str()).collect();
                         return Err(Diag::new(
                             "nrl::cluster::target",
                             format!("kuberay.{key} is not defined in the recipe"),
@@ -76,7 +85,9 @@ pub fn parse_targets(infra: &InfraConfig, targets: &[String]) -> Result<Vec<Targ
                         "nrl::cluster::target",
                         format!("deployments.{key} is not defined in the recipe"),
                     );
-                    if let Some(best) = crate::config::suggest::did_you_mean(key, names.iter().map(String::as_str)) {
+                    if let Some(best) =
+                        crate::config::suggest::did_you_mean(key, names.iter().map(String::as_str))
+                    {
                         d = d.help(format!("did you mean `deployments.{best}`?"));
                     }
                     return Err(d);
@@ -85,7 +96,9 @@ pub fn parse_targets(infra: &InfraConfig, targets: &[String]) -> Result<Vec<Targ
             other => {
                 return Err(Diag::new(
                     "nrl::cluster::target",
-                    format!("unknown resource kind: '{other}' (expected 'kuberay' or 'deployments')"),
+                    format!(
+                        "unknown resource kind: '{other}' (expected 'kuberay' or 'deployments')"
+                    ),
                 ));
             }
         }

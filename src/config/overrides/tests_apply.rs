@@ -337,7 +337,12 @@ fn partition_rejects_the_whole_infra_section() {
     ] {
         let e = partition(&[arg.to_string()]).unwrap_err();
         assert_eq!(e.code, CODE_INFRA_ROOT, "{arg}");
-        assert!(e.help.clone().unwrap_or_default().contains("infra.KEY=VALUE"));
+        assert!(
+            e.help
+                .clone()
+                .unwrap_or_default()
+                .contains("infra.KEY=VALUE")
+        );
     }
     // Hydra rejects the reference's `+~infra.a=1` form as well.
     assert_eq!(
@@ -363,7 +368,12 @@ fn infra_errors_name_the_infra_key() {
     assert!(e.message.contains("'infra.labels.a'"), "{}", e.message);
     let (_, infra) = partition(&["~infra.labls".to_string()]).unwrap();
     let e = apply_all(&mut root, &infra, Side::Infra).unwrap_err();
-    assert!(e.help.clone().unwrap_or_default().contains("`~infra.labels`"));
+    assert!(
+        e.help
+            .clone()
+            .unwrap_or_default()
+            .contains("`~infra.labels`")
+    );
 }
 
 #[test]

@@ -98,7 +98,10 @@ fn ref_typing_differences_from_the_yaml_path_are_errors() {
     let e = parse_err("x=a #b");
     assert!(e.help.clone().unwrap_or_default().contains("quote"));
     let e = parse_err("x=a=b");
-    assert!(e.help.clone().unwrap_or_default().contains("`\\=`"), "escape hint");
+    assert!(
+        e.help.clone().unwrap_or_default().contains("`\\=`"),
+        "escape hint"
+    );
     assert_eq!(value("x=a\\=b"), Value::Str("a=b".into()));
     let e = parse_err("x=~");
     assert!(e.help.clone().unwrap_or_default().contains("null"));
@@ -157,7 +160,10 @@ fn malformed_keys_are_syntax_errors() {
         assert_eq!(parse_err(bad).code, CODE_SYNTAX, "{bad:?}");
     }
     let e = parse_err("x");
-    assert!(e.help.clone().unwrap_or_default().contains("~x"), "mentions delete");
+    assert!(
+        e.help.clone().unwrap_or_default().contains("~x"),
+        "mentions delete"
+    );
 }
 
 #[test]

@@ -229,13 +229,22 @@ impl<'n, 'p> Obj<'n, 'p> {
 
     /// Where to point when a field is absent: the model's key, else its first key.
     fn anchor(&self) -> Option<Span> {
+        // Prefer a line the user wrote over one from the shipped defaults.
+        let user_written = |s: &Span| s.kind() != crate::config::source::SourceKind::Shipped;
         self.node
             .key_span
-            .or_else(|| self.map.values().find_map(|v| v.key_span))
+            .or_else(|| {
+                self.map
+                    .values()
+                    .filter_map(|v| v.key_span)
+                    .find(user_written)
+            })
             .or(self
                 .node
                 .span
+                .filter(user_written)
                 .map(|s| Span::new(s.src, s.start as usize, s.start as usize)))
+            .or_else(|| self.map.values().find_map(|v| v.key_span))
     }
 
     /// A required field: `None` (and the model fails) when absent or invalid.

@@ -172,9 +172,17 @@ fn rule<T>(
     label: &str,
     help: String,
 ) -> Option<T> {
-    let span = at
+    // Point at what the user wrote: a value from the shipped defaults (`queue: null`) is
+    // never the line to fix when the user's `kind: kai` triggered the rule.
+    let spans: Vec<_> = at
         .iter()
-        .find_map(|f| node.get(f).and_then(Node::best_span))
+        .filter_map(|f| node.get(f).and_then(Node::best_span))
+        .collect();
+    let span = spans
+        .iter()
+        .copied()
+        .find(|s| s.kind() != crate::config::source::SourceKind::Shipped)
+        .or(spans.first().copied())
         .or(node.key_span)
         .or(node.span);
     cx.report(Diag::new(RULE, message).label(span, label).help(help));

@@ -26,7 +26,12 @@ fn shell_default_expansion_gets_the_escape_help() {
     assert!(help.contains("escape it as `\\${VAR:-x}`"), "{help}");
     assert!(help.contains("known resolvers"), "{help}");
     let d = failure("cmd: echo ${tmp:-/x}\n");
-    assert!(d.help.clone().unwrap_or_default().contains("`\\${tmp:-/x}`"));
+    assert!(
+        d.help
+            .clone()
+            .unwrap_or_default()
+            .contains("`\\${tmp:-/x}`")
+    );
 }
 
 #[test]

@@ -19,7 +19,10 @@ const DIFFERENCES: &[(&str, &str, &str, &str)] = &[(
 )];
 
 fn golden() -> Json {
-    serde_json::from_str(include_str!("../../../../tests/data/interp/omegaconf/golden.json")).expect("golden.json is valid JSON")
+    serde_json::from_str(include_str!(
+        "../../../../tests/data/interp/omegaconf/golden.json"
+    ))
+    .expect("golden.json is valid JSON")
 }
 
 /// `{"$float": "inf"}` stands for a non-finite float (JSON cannot carry one).

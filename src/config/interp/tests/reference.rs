@@ -19,8 +19,12 @@ fn parity(name: &str, yaml: &str, expected: &str) {
 fn qwen3_infra_matches_omegaconf() {
     parity(
         "qwen3_30b_math_4n_4gpu.gb300.infra.yaml",
-        include_str!("../../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/qwen3_30b_math_4n_4gpu.gb300.infra.yaml"),
-        include_str!("../../../../tests/data/interp/qwen3_30b_math_4n_4gpu.gb300.infra.omegaconf.json"),
+        include_str!(
+            "../../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/qwen3_30b_math_4n_4gpu.gb300.infra.yaml"
+        ),
+        include_str!(
+            "../../../../tests/data/interp/qwen3_30b_math_4n_4gpu.gb300.infra.omegaconf.json"
+        ),
     );
 }
 
@@ -38,7 +42,9 @@ fn grpo_math_recipe_matches_omegaconf() {
 fn qwen3_infra_resolution_cost() {
     let root = load(
         "qwen3.yaml",
-        include_str!("../../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/qwen3_30b_math_4n_4gpu.gb300.infra.yaml"),
+        include_str!(
+            "../../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/qwen3_30b_math_4n_4gpu.gb300.infra.yaml"
+        ),
     );
     let env = MapEnv::new([("NRL_K8S_USER", "alice")]);
     let mut nodes = 0;

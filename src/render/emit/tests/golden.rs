@@ -15,11 +15,11 @@ macro_rules! golden {
     ($name:literal) => {
         (
             $name,
-            include_str!(concat!("../../../../tests/data/reference/nrl-k8s-golden/", $name)),
             include_str!(concat!(
-                "../../../../tests/data/golden-no-aliases/",
+                "../../../../tests/data/reference/nrl-k8s-golden/",
                 $name
             )),
+            include_str!(concat!("../../../../tests/data/golden-no-aliases/", $name)),
         )
     };
 }

@@ -1,0 +1,243 @@
+//! `nrl check` through the binary: outputs, exit codes, and the reference CLI cases of
+//! ref-config-render §7.6 that concern `check`.
+
+mod common;
+
+use assert_cmd::Command;
+use common::*;
+use predicates::prelude::*;
+
+fn nrl() -> Command {
+    let mut c = Command::cargo_bin("nrl").expect("binary built");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NRL_K8S_USER", "alice")
+        .env("HOME", "/nonexistent/nrl-test-home")
+        .env("NO_COLOR", "1")
+        .current_dir(repo());
+    c
+}
+
+fn qwen_args() -> Vec<String> {
+    vec![
+        "check".into(),
+        reference(QWEN_RECIPE).display().to_string(),
+        "--infra".into(),
+        infra_example("qwen3_30b_math_4n_4gpu")
+            .display()
+            .to_string(),
+        "infra.namespace=nemo-rl".into(),
+    ]
+}
+
+#[test]
+fn manifests_only_stream_is_byte_identical_to_the_reference_without_aliases() {
+    let out = nrl()
+        .args(qwen_args())
+        .arg("--manifests-only")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read_to_string(
+        repo().join("tests/data/golden-no-aliases/qwen3_30b.check_manifests_only.yaml"),
+    )
+    .expect("golden");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}
+
+#[test]
+fn bundle_json_is_byte_identical_to_the_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sub/bundle.json");
+    let mut args = qwen_args();
+    args[1] = reference(TRIVIAL_RECIPE).display().to_string();
+    nrl()
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "wrote full config + 3 manifest(s) to",
+        ));
+    let got = std::fs::read_to_string(&out).expect("written");
+    let want = std::fs::read_to_string(golden("qwen3_30b.check_bundle.json")).expect("golden");
+    assert_eq!(got, want);
+}
+
+#[test]
+fn manifests_only_to_file_reports_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("m.yaml");
+    nrl()
+        .args(qwen_args())
+        .args(["--manifests-only", "-o"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("wrote 3 manifest(s) to"));
+    assert!(
+        std::fs::read_to_string(&out)
+            .expect("file")
+            .contains("kind: RayCluster")
+    );
+}
+
+#[test]
+fn summary_prints_namespace_image_and_roles() {
+    nrl()
+        .args(qwen_args())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("namespace:   nemo-rl"))
+        .stdout(predicate::str::contains(
+            "training: alice-raycluster-qwen3-30b-math-gb300",
+        ))
+        .stdout(predicate::str::contains(
+            "workers 4x (4 segments x 1) cpu=132 mem=900Gi gpu=16",
+        ))
+        .stdout(predicate::str::contains(
+            "ComputeDomain: compute-domain-alice-raycluster-qwen3-30b-math-gb300-training",
+        ));
+}
+
+/// ref §7.6: summary with a head limit prints `training: rc-t` and `cpu=8`.
+#[test]
+fn summary_of_a_recipe_infra_block() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = dir.path().join("r.yaml");
+    std::fs::write(
+        &r,
+        "infra:\n  namespace: ns-a\n  image: img:1\n  kuberay:\n    training:\n      name: rc-t\n      spec:\n        headGroupSpec:\n          template:\n            spec:\n              containers:\n                - name: h\n                  resources: {limits: {cpu: '8', memory: 32Gi}}\n",
+    )
+    .expect("write");
+    nrl()
+        .arg("check")
+        .arg(&r)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("namespace:   ns-a"))
+        .stdout(predicate::str::contains("training: rc-t"))
+        .stdout(predicate::str::contains("cpu=8"))
+        .stdout(predicate::str::contains("workers (none — head-only)"));
+}
+
+/// ref §7.6: no image → an error (nrl: exit 2, bad input).
+#[test]
+fn missing_image_is_bad_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = dir.path().join("r.yaml");
+    std::fs::write(&r, "infra:\n  namespace: ns-a\n").expect("write");
+    nrl()
+        .arg("check")
+        .arg(&r)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::config::required"))
+        .stderr(predicate::str::contains("`infra.image` is required"));
+}
+
+/// ref §7.6: --infra and a recipe `infra:` both present → error mentioning infra.
+#[test]
+fn infra_twice_is_bad_input() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe-with-infra.yaml",
+            "--infra",
+            "tests/data/diag/base-infra.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::config::infra_twice"));
+}
+
+#[test]
+fn explain_names_layers_and_lines() {
+    nrl()
+        .args(qwen_args())
+        .args([
+            "--explain",
+            "infra.kuberay.training.name",
+            "--explain",
+            "policy.optimizer",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "infra.kuberay.training.name = \"alice-raycluster-qwen3-30b-math-gb300\"",
+        ))
+        .stdout(predicate::str::contains(
+            "qwen3_30b_math_4n_4gpu.gb300.infra.yaml:153:11",
+        ))
+        .stdout(predicate::str::contains(
+            "grpo-qwen3-30ba3b-4n4g.yaml:20:14  null  <- wins",
+        ));
+}
+
+#[test]
+fn explain_of_an_override() {
+    nrl()
+        .args(qwen_args())
+        .args(["--explain", "infra.namespace"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("set by override"))
+        .stdout(predicate::str::contains("infra.namespace=nemo-rl  <- wins"));
+}
+
+#[test]
+fn unknown_override_key_suggests_and_exits_2() {
+    nrl()
+        .args(qwen_args())
+        .arg("grpo.max_num_stepz=3")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "did you mean `grpo.max_num_steps`?",
+        ));
+}
+
+#[test]
+fn schema_error_points_at_the_infra_line() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/schema_nodeselecter.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("schema_nodeselecter.yaml:16:15"))
+        .stderr(predicate::str::contains("did you mean `nodeSelector`?"));
+}
+
+#[test]
+fn no_validate_skips_schema_checks() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/schema_nodeselecter.yaml",
+            "--no-validate",
+            "--manifests-only",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nodeSelecter"));
+}
+
+#[test]
+fn missing_recipe_file_is_bad_input() {
+    nrl()
+        .args(["check", "does/not/exist.yaml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does/not/exist.yaml"));
+}
