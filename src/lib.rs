@@ -5,3 +5,4 @@
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod ray;
