@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use crate::diag::{Exit, Result};
 
 pub mod common;
+pub mod job;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -16,9 +17,14 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
+    Job(job::JobArgs),
+}
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
-    match cli.command {}
+    match cli.command {
+        Command::Job(args) => job::run(args),
+    }
 }

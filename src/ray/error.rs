@@ -40,12 +40,25 @@ pub fn concise_error_body(body: &str) -> Option<String> {
         return Some(clip(&msg));
     }
     let is_traceback = trimmed.contains("Traceback (most recent call last)");
+    // Lines with something to say ("." closes Ray's nested tracebacks).
+    let meaningful = |l: &&str| l.chars().any(char::is_alphanumeric);
     let last = trimmed
         .lines()
         .map(str::trim)
-        .rfind(|l| !l.is_empty())
+        .rfind(meaningful)
         .unwrap_or(trimmed);
-    if is_traceback || looks_like_exception_line(last) {
+    if is_traceback {
+        // The innermost exception is the last unindented `Class: message` line; Ray
+        // nests the job agent's traceback inside the dashboard's.
+        let exception = trimmed
+            .lines()
+            .filter(|l| !l.starts_with(char::is_whitespace))
+            .map(str::trim)
+            .rfind(|l| looks_like_exception_line(l))
+            .unwrap_or(last);
+        return Some(clip(strip_exception_class(exception)));
+    }
+    if looks_like_exception_line(last) {
         return Some(clip(strip_exception_class(last)));
     }
     // A sentence, possibly wrapped: keep all of it, on one line.
@@ -184,7 +197,7 @@ pub fn human_duration(d: Duration) -> String {
     if ms < 1000 {
         return format!("{ms}ms");
     }
-    if ms % 1000 != 0 && ms < 60_000 {
+    if !ms.is_multiple_of(1000) && ms < 60_000 {
         return format!("{:.1}s", d.as_secs_f64());
     }
     let secs = d.as_secs();
@@ -212,6 +225,26 @@ mod tests {
             Some(
                 "Job with submission_id nrl-test-1 already exists. Please use a different \
                  submission_id."
+            )
+        );
+    }
+
+    #[test]
+    fn nested_tracebacks_give_the_innermost_exception() {
+        // Ray 2.60's answer to a duplicate submission id (paths shortened).
+        let body = "Traceback (most recent call last):\n  File \"job_head.py\", line 148, in \
+            submit_job_internal\n    await self._raise_error(resp)\n  File \"job_head.py\", line \
+            134, in _raise_error\n    raise RuntimeError(f\"Request failed with status code \
+            {status}: {error_text}.\")\nRuntimeError: Request failed with status code 400: \
+            Traceback (most recent call last):\n  File \"job_agent.py\", line 45, in \
+            submit_job\n    submission_id = await self.get_job_manager().submit_job(\n    \
+            ^^^^^^^^^^^^\n  File \"job_manager.py\", line 553, in submit_job\n    raise \
+            ValueError(\nValueError: Job with submission_id dup1 already exists. Please use a \
+            different submission_id.\n.\n";
+        assert_eq!(
+            concise_error_body(body).as_deref(),
+            Some(
+                "Job with submission_id dup1 already exists. Please use a different submission_id."
             )
         );
     }

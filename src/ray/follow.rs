@@ -9,7 +9,7 @@ use futures::StreamExt;
 use super::client::RayClient;
 use super::error::{self as rerr, human_duration};
 use super::retry::PollBackoff;
-use super::types::JobDetails;
+use super::types::{JobDetails, JobStatus};
 use crate::diag::{Diag, Result};
 
 /// Code of the error returned when the log output (stdout) went away.
@@ -157,9 +157,10 @@ pub struct StopOutcome {
 /// Ask Ray to stop job `id` and wait, polling with backoff, until it is terminal.
 pub async fn stop_job(client: &RayClient, id: &str, timeout: Duration) -> Result<StopOutcome> {
     let was_running = client.stop(id).await?;
-    let details = wait_terminal(client, id, timeout).await.map_err(|e| {
-        if e.code == CODE_WAIT_TIMEOUT {
-            Diag::api(
+    let details = match wait_terminal(client, id, timeout).await {
+        Ok(details) => details,
+        Err(e) if e.code == CODE_WAIT_TIMEOUT => {
+            let mut diag = Diag::api(
                 CODE_WAIT_TIMEOUT,
                 format!(
                     "job `{id}` did not stop within {} (Ray accepted the stop request)",
@@ -169,11 +170,19 @@ pub async fn stop_job(client: &RayClient, id: &str, timeout: Duration) -> Result
             .help(format!(
                 "it may still be shutting down: check `nrl job status {id} --address {}`",
                 client.address()
-            ))
-        } else {
-            e
+            ));
+            if let Ok(job) = client.status(id).await
+                && job.status == JobStatus::Pending
+            {
+                diag = diag.note(
+                    "the job is still PENDING: Ray delivers the stop when the job's supervisor \
+                     starts, which waits for the resources the job asked for",
+                );
+            }
+            return Err(diag);
         }
-    })?;
+        Err(e) => return Err(e),
+    };
     Ok(StopOutcome {
         was_running,
         details,
