@@ -117,6 +117,10 @@ pub async fn ensure_package(
             if let Ok(bytes) = &chunk {
                 sent += bytes.len() as u64;
                 progress.set_position(sent);
+                if sent == size {
+                    // Ray reads the whole body, then stores it in the GCS: say so.
+                    progress.set_message("sent, Ray is storing it");
+                }
             }
             chunk
         },
@@ -146,7 +150,7 @@ fn bar(show: bool, len: u64, label: &str) -> ProgressBar {
     }
     let bar = ProgressBar::new(len);
     let template = format!(
-        "{label} {{bar:30.cyan/blue}} {{binary_bytes}}/{{binary_total_bytes}} {{binary_bytes_per_sec}}"
+        "{label} {{bar:24.cyan/blue}} {{binary_bytes}}/{{binary_total_bytes}} {{binary_bytes_per_sec}} {{msg}}"
     );
     if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style.progress_chars("=> "));
