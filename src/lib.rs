@@ -7,4 +7,5 @@ pub mod config;
 pub mod diag;
 pub mod k8s;
 pub mod launch;
+pub mod ray;
 pub mod render;

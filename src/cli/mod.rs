@@ -7,6 +7,7 @@ use crate::diag::{Exit, Result};
 
 pub mod check;
 pub mod common;
+pub mod job;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -18,12 +19,16 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Load, render and validate a recipe + infra pair; never contacts a cluster.
     Check(check::CheckArgs),
+    /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
+    Job(job::JobArgs),
 }
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
+        Command::Job(args) => job::run(args),
     }
 }

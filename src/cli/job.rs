@@ -1,0 +1,514 @@
+//! `nrl job …`: submit, list, inspect, follow and stop Ray jobs through a dashboard's Job
+//! REST API. No Python, no `ray` CLI. Parsing and printing only; the work is in
+//! `crate::ray`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use comfy_table::{ContentArrangement, Table, presets};
+
+use crate::diag::{Diag, Exit, Result};
+use crate::ray::follow::CODE_OUTPUT_CLOSED;
+use crate::ray::package::mib;
+use crate::ray::submit::{entrypoint_from_words, parse_env_pair};
+use crate::ray::{
+    FollowOptions, JobDetails, JobSpec, JobStatus, PackageOptions, RayClient, RayClientOptions,
+    SubmitRequest, UploadSet, follow_job, stop_job, submit_job,
+};
+
+/// Submit, list, inspect, follow and stop Ray jobs.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  nrl job submit --address http://127.0.0.1:8265 --working-dir . -- python main.py
+  nrl job list --address http://127.0.0.1:8265
+  RAY_ADDRESS=http://127.0.0.1:8265 nrl job logs raysubmit_abc -f")]
+pub struct JobArgs {
+    #[command(subcommand)]
+    pub command: JobCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Submit a job and follow its log until it ends (exit code from the job's status).
+    #[command(after_help = "\
+Exit codes: 0 SUCCEEDED (or --no-wait), 1 FAILED or STOPPED, 2 bad input, 3 Ray API error,
+130 Ctrl-C (the job keeps running).
+
+Examples:
+  nrl job submit --address http://127.0.0.1:8265 -- python -c 'print(42)'
+  nrl job submit --working-dir ./proj --env WANDB_MODE=offline -- python train.py --lr 1e-4
+  nrl job submit --submission-id sweep-7 --no-wait -- 'bash run.sh && echo done'")]
+    Submit(SubmitArgs),
+    /// List the jobs the dashboard knows.
+    #[command(after_help = "Example:\n  nrl job list --address http://127.0.0.1:8265")]
+    List(ListArgs),
+    /// Show one job's status and details.
+    #[command(
+        after_help = "Example:\n  nrl job status raysubmit_abc --address http://127.0.0.1:8265"
+    )]
+    Status(StatusArgs),
+    /// Print a job's log; with -f, follow it until the job ends.
+    #[command(after_help = "\
+With -f the exit code comes from the job's final status (0 SUCCEEDED, 1 FAILED/STOPPED);
+the stream is reopened if it drops, without printing anything twice.
+
+Examples:
+  nrl job logs raysubmit_abc --address http://127.0.0.1:8265
+  nrl job logs raysubmit_abc --address http://127.0.0.1:8265 -f")]
+    Logs(LogsArgs),
+    /// Stop a job and wait until Ray reports it stopped.
+    #[command(
+        after_help = "Example:\n  nrl job stop raysubmit_abc --address http://127.0.0.1:8265"
+    )]
+    Stop(StopArgs),
+}
+
+/// Where the Ray dashboard is and how to talk to it.
+#[derive(Debug, Clone, Args)]
+pub struct RayConnectionArgs {
+    /// Ray dashboard URL (e.g. http://127.0.0.1:8265); `host:port` means http.
+    #[arg(long, env = "RAY_ADDRESS", hide_env_values = true, value_name = "URL")]
+    pub address: String,
+    /// Token for dashboards with token auth, sent as `Authorization: Bearer TOKEN`.
+    #[arg(
+        long,
+        env = "RAY_AUTH_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+    /// Deadline for each API call, retries included (e.g. 30s, 2m, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub connection: RayConnectionArgs,
+    /// Directory uploaded as the job's working directory (its contents at the root;
+    /// __pycache__, .git, .venv, *.pyc and similar are left out; at most 100 MiB).
+    #[arg(long, value_name = "DIR")]
+    pub working_dir: Option<PathBuf>,
+    /// Environment variable for the job, repeatable: --env NAME=value.
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = parse_env_arg)]
+    pub env: Vec<(String, String)>,
+    /// Metadata attached to the job, repeatable: --metadata owner=me.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_metadata_arg)]
+    pub metadata: Vec<(String, String)>,
+    /// Submission id (default: Ray generates raysubmit_…).
+    #[arg(long, value_name = "ID")]
+    pub submission_id: Option<String>,
+    /// Print the submission id and return instead of following the log.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// CPUs reserved for the entrypoint process.
+    #[arg(long, value_name = "N")]
+    pub entrypoint_num_cpus: Option<f64>,
+    /// GPUs reserved for the entrypoint process.
+    #[arg(long, value_name = "N")]
+    pub entrypoint_num_gpus: Option<f64>,
+    /// Memory reserved for the entrypoint process, in bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub entrypoint_memory: Option<u64>,
+    /// Custom resources for the entrypoint, as JSON: '{"accel": 1}'.
+    #[arg(long, value_name = "JSON", value_parser = parse_resources_arg)]
+    pub entrypoint_resources: Option<std::collections::BTreeMap<String, f64>>,
+    /// The command to run, after `--`. One word is used as-is (a whole shell command);
+    /// several words are shell-quoted and joined.
+    #[arg(last = true, required = true, num_args = 1.., value_name = "ENTRYPOINT")]
+    pub entrypoint: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub connection: RayConnectionArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Submission id (or Ray job id).
+    pub id: String,
+    #[command(flatten)]
+    pub connection: RayConnectionArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Submission id (or Ray job id).
+    pub id: String,
+    #[command(flatten)]
+    pub connection: RayConnectionArgs,
+    /// Follow the log until the job ends; the exit code comes from its final status.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// Submission id (or Ray job id).
+    pub id: String,
+    #[command(flatten)]
+    pub connection: RayConnectionArgs,
+    /// How long to wait for the job to reach a terminal state.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub stop_timeout: Duration,
+}
+
+/// Run `nrl job …` on its own small runtime.
+pub fn run(args: JobArgs) -> Result<Exit> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Diag::new(
+                "nrl::runtime",
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
+    runtime.block_on(async move {
+        match args.command {
+            JobCommand::Submit(a) => submit(a).await,
+            JobCommand::List(a) => list(a).await,
+            JobCommand::Status(a) => status(a).await,
+            JobCommand::Logs(a) => logs(a).await,
+            JobCommand::Stop(a) => stop(a).await,
+        }
+    })
+}
+
+fn client(conn: &RayConnectionArgs) -> Result<RayClient> {
+    RayClient::new(
+        &conn.address,
+        RayClientOptions {
+            token: conn.token.clone(),
+            timeout: conn.timeout,
+            ..RayClientOptions::default()
+        },
+    )
+}
+
+async fn submit(args: SubmitArgs) -> Result<Exit> {
+    // Everything that can be wrong locally is checked before the first request.
+    let working_dir = match &args.working_dir {
+        Some(dir) => {
+            let set = UploadSet::from_directory(dir)?;
+            let options = PackageOptions::default();
+            set.check_size(options.limit)?;
+            Some(set)
+        }
+        None => None,
+    };
+    let client = client(&args.connection)?;
+    let mut request = SubmitRequest::new(entrypoint_from_words(&args.entrypoint));
+    request.submission_id = args.submission_id.clone();
+    request
+        .runtime_env
+        .env_vars
+        .extend(args.env.iter().cloned());
+    request.metadata.extend(args.metadata.iter().cloned());
+    request.entrypoint_num_cpus = args.entrypoint_num_cpus;
+    request.entrypoint_num_gpus = args.entrypoint_num_gpus;
+    request.entrypoint_memory = args.entrypoint_memory;
+    request.entrypoint_resources = args.entrypoint_resources.clone();
+    let spec = JobSpec {
+        request,
+        working_dir,
+        package: PackageOptions::default(),
+    };
+    let submitted = submit_job(&client, spec).await?;
+    if let Some(pkg) = &submitted.package {
+        if pkg.uploaded {
+            eprintln!(
+                "uploaded working_dir: {} files, {} ({} zipped) as {}",
+                pkg.files,
+                mib(pkg.content_bytes),
+                mib(pkg.archive_bytes.unwrap_or(0)),
+                pkg.uri
+            );
+        } else {
+            eprintln!(
+                "working_dir unchanged, already on the cluster as {} (upload skipped)",
+                pkg.uri
+            );
+        }
+    }
+    let id = submitted.submission_id;
+    eprintln!("submitted job {id} to {}", client.address());
+    if args.no_wait {
+        println!("{id}");
+        eprintln!("follow it with: {}", reattach_command(&client, &id));
+        return Ok(Exit::Ok);
+    }
+    follow_until_end(&client, &id).await
+}
+
+async fn list(args: ListArgs) -> Result<Exit> {
+    let client = client(&args.connection)?;
+    let jobs = client.list_jobs().await?;
+    if jobs.is_empty() {
+        eprintln!("no Ray jobs at {}", client.address());
+        return Ok(Exit::Ok);
+    }
+    println!("{}", jobs_table(&jobs, std::io::stdout().is_terminal()));
+    Ok(Exit::Ok)
+}
+
+async fn status(args: StatusArgs) -> Result<Exit> {
+    let client = client(&args.connection)?;
+    let job = client.status(&args.id).await?;
+    print!("{}", describe(&job));
+    Ok(Exit::Ok)
+}
+
+async fn logs(args: LogsArgs) -> Result<Exit> {
+    let client = client(&args.connection)?;
+    if args.follow {
+        return follow_until_end(&client, &args.id).await;
+    }
+    let text = client.logs(&args.id).await?;
+    let mut out = std::io::stdout();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Diag::from(e)),
+        _ => Ok(Exit::Ok),
+    }
+}
+
+async fn stop(args: StopArgs) -> Result<Exit> {
+    let client = client(&args.connection)?;
+    let outcome = stop_job(&client, &args.id, args.stop_timeout).await?;
+    if outcome.was_running {
+        eprintln!("stopped job {}: {}", args.id, outcome.details.status);
+    } else {
+        eprintln!(
+            "job {} had already ended: {}",
+            args.id, outcome.details.status
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// Stream the log until the job ends, or until Ctrl-C detaches (the job keeps running).
+async fn follow_until_end(client: &RayClient, id: &str) -> Result<Exit> {
+    let mut out = std::io::stdout();
+    let options = FollowOptions::default();
+    tokio::select! {
+        finished = follow_job(client, id, &mut out, &options) => match finished {
+            Ok(job) => {
+                eprintln!("{}", final_line(id, &job));
+                Ok(job.status.exit())
+            }
+            // The reader went away (`| head`): nothing left to show.
+            Err(e) if e.code == CODE_OUTPUT_CLOSED => Ok(Exit::Ok),
+            Err(e) => Err(e),
+        },
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("\ninterrupted: stopped following job {id}; it keeps running.");
+            eprintln!("re-attach: {}", reattach_command(client, id));
+            eprintln!("stop it:   nrl job stop {id} --address {}", client.address());
+            Ok(Exit::Interrupted)
+        }
+    }
+}
+
+fn reattach_command(client: &RayClient, id: &str) -> String {
+    format!("nrl job logs {id} --address {} -f", client.address())
+}
+
+fn final_line(id: &str, job: &JobDetails) -> String {
+    let first_line = |s: &Option<String>| {
+        s.as_deref()
+            .and_then(|m| m.lines().next())
+            .unwrap_or("")
+            .to_string()
+    };
+    match job.status {
+        JobStatus::Succeeded => format!("job {id} SUCCEEDED"),
+        JobStatus::Stopped => format!("job {id} STOPPED"),
+        status => {
+            let message = first_line(&job.message);
+            if message.is_empty() {
+                format!("job {id} {status}")
+            } else {
+                format!("job {id} {status}: {message}")
+            }
+        }
+    }
+}
+
+/// Table of jobs: id, status, start, end, entrypoint (first line, truncated).
+pub fn jobs_table(jobs: &[JobDetails], terminal: bool) -> String {
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    if terminal {
+        table.set_content_arrangement(ContentArrangement::Dynamic);
+    } else {
+        table.force_no_tty();
+    }
+    table.set_header(vec!["ID", "STATUS", "START", "END", "ENTRYPOINT"]);
+    for job in jobs {
+        let id = match (&job.submission_id, &job.job_id) {
+            (Some(s), _) => s.clone(),
+            (None, Some(j)) => format!("{j} (driver)"),
+            (None, None) => "-".to_string(),
+        };
+        table.add_row(vec![
+            id,
+            job.status.to_string(),
+            time_cell(job.start_time),
+            time_cell(job.end_time),
+            truncate_entrypoint(job.entrypoint.as_deref().unwrap_or(""), 60),
+        ]);
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    table
+        .lines()
+        .map(|line| line.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn describe(job: &JobDetails) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: &str| out.push_str(&format!("{k:<12}{v}\n"));
+    line("id:", job.id().unwrap_or("-"));
+    line("status:", job.status.as_str());
+    if let Some(kind) = &job.job_type {
+        line("type:", kind);
+    }
+    line("entrypoint:", job.entrypoint.as_deref().unwrap_or("-"));
+    line("start:", &time_cell(job.start_time));
+    line("end:", &time_cell(job.end_time));
+    if let Some(code) = job.driver_exit_code {
+        line("exit code:", &code.to_string());
+    }
+    if let Some(kind) = &job.error_type {
+        line("error:", kind);
+    }
+    if let Some(message) = job.message.as_deref().filter(|m| !m.is_empty()) {
+        let first = message.lines().next().unwrap_or("");
+        line("message:", first);
+    }
+    out
+}
+
+fn time_cell(epoch_ms: Option<i64>) -> String {
+    let Some(ms) = epoch_ms.filter(|ms| *ms > 0) else {
+        return "-".to_string();
+    };
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(ts) => ts
+            .to_zoned(jiff::tz::TimeZone::system())
+            .strftime("%Y-%m-%d %H:%M:%S")
+            .to_string(),
+        Err(_) => ms.to_string(),
+    }
+}
+
+fn truncate_entrypoint(entrypoint: &str, max: usize) -> String {
+    let first = entrypoint.lines().next().unwrap_or("");
+    let more_lines = entrypoint.lines().nth(1).is_some();
+    if first.chars().count() <= max && !more_lines {
+        return first.to_string();
+    }
+    let mut cut: String = first.chars().take(max).collect();
+    cut.push('…');
+    cut
+}
+
+/// `30`, `30s`, `500ms`, `2m`, `1h30m`.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|e| e.to_string());
+    }
+    let signed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (examples: 30s, 500ms, 2m, 1h30m)"))?;
+    Duration::try_from(signed).map_err(|_| format!("`{text}` is negative"))
+}
+
+fn parse_env_arg(text: &str) -> std::result::Result<(String, String), String> {
+    parse_env_pair(text).map_err(|d| d.message.clone())
+}
+
+fn parse_metadata_arg(text: &str) -> std::result::Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+fn parse_resources_arg(
+    text: &str,
+) -> std::result::Result<std::collections::BTreeMap<String, f64>, String> {
+    serde_json::from_str(text)
+        .map_err(|e| format!("expected a JSON object of numbers like '{{\"accel\": 1}}': {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-5s").is_err());
+    }
+
+    #[test]
+    fn entrypoints_are_truncated_to_their_first_line() {
+        assert_eq!(truncate_entrypoint("python a.py", 60), "python a.py");
+        assert_eq!(
+            truncate_entrypoint("export A=1\npython a.py", 60),
+            "export A=1…"
+        );
+        assert_eq!(
+            truncate_entrypoint(&"x".repeat(70), 60),
+            format!("{}…", "x".repeat(60))
+        );
+    }
+
+    #[test]
+    fn table_handles_driver_jobs_and_missing_fields() {
+        let jobs: Vec<JobDetails> = serde_json::from_str(
+            r#"[{"submission_id": "nrl-1", "status": "RUNNING", "entrypoint": "python a.py",
+                 "start_time": 1795982326574},
+                {"type": "DRIVER", "job_id": "02000000", "submission_id": null,
+                 "status": "SUCCEEDED", "entrypoint": ""}]"#,
+        )
+        .unwrap();
+        let table = jobs_table(&jobs, false);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        assert!(lines[0].contains("ID") && lines[0].contains("ENTRYPOINT"));
+        assert!(lines[1].contains("nrl-1") && lines[1].contains("RUNNING"));
+        assert!(lines[1].contains("python a.py"));
+        assert!(lines[2].contains("02000000 (driver)") && lines[2].contains("SUCCEEDED"));
+    }
+
+    #[test]
+    fn final_lines_name_the_outcome() {
+        let job: JobDetails = serde_json::from_str(
+            r#"{"status": "FAILED", "message": "Job entrypoint command failed with exit code 3, last available logs:\nboom"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            final_line("j", &job),
+            "job j FAILED: Job entrypoint command failed with exit code 3, last available logs:"
+        );
+    }
+}

@@ -1,0 +1,513 @@
+//! `RayClient`: the Ray Job Submission REST API over reqwest.
+//!
+//! Every call has a deadline (`RayClientOptions::timeout`, shared by all attempts of
+//! the call). Idempotent calls retry transient failures with backoff and jitter
+//! (see [`super::retry`]); submissions, stops, deletes and uploads are sent once.
+
+use std::time::{Duration, Instant};
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, RequestBuilder, StatusCode, Url};
+use serde::de::DeserializeOwned;
+
+use super::error::{self as rerr, CODE_ADDRESS};
+use super::retry::{Failure, Idempotency, RetryPolicy};
+use super::types::{
+    DeleteResponse, JobDetails, LogsResponse, RayVersion, StopResponse, SubmitRequest,
+    SubmitResponse,
+};
+use crate::diag::{Diag, Result};
+
+/// How to talk to one dashboard.
+#[derive(Debug, Clone)]
+pub struct RayClientOptions {
+    /// Sent as `Authorization: Bearer <token>` (Ray's `RAY_AUTH_MODE=token`).
+    pub token: Option<String>,
+    /// Deadline for one API call, all retries included.
+    pub timeout: Duration,
+    /// Deadline for a package upload (large bodies over slow port-forwards).
+    pub upload_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl Default for RayClientOptions {
+    fn default() -> Self {
+        RayClientOptions {
+            token: None,
+            timeout: Duration::from_secs(30),
+            upload_timeout: Duration::from_secs(600),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// A client for one Ray dashboard (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct RayClient {
+    http: reqwest::Client,
+    base: Url,
+    address: String,
+    options: RayClientOptions,
+}
+
+/// One finished HTTP exchange (any status).
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub body: String,
+}
+
+impl Reply {
+    /// The concise server message, or the status text for an empty body.
+    pub fn detail(&self) -> String {
+        rerr::concise_error_body(&self.body).unwrap_or_else(|| {
+            self.status
+                .canonical_reason()
+                .unwrap_or("no message")
+                .to_string()
+        })
+    }
+}
+
+impl RayClient {
+    /// `base_url` is the dashboard URL (`http://127.0.0.1:8265`); a bare `host:port`
+    /// means `http://host:port`.
+    pub fn new(base_url: &str, options: RayClientOptions) -> Result<RayClient> {
+        // reqwest is built without a default crypto provider; make sure one exists so a
+        // library caller that forgot cannot hit reqwest's panic. Already installed: no-op.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = normalize_address(base_url)?;
+        let address = base.as_str().trim_end_matches('/').to_string();
+        let mut headers = HeaderMap::new();
+        if let Some(token) = options.token.as_deref().filter(|t| !t.is_empty()) {
+            let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                Diag::new(
+                    "nrl::ray::token",
+                    "the Ray token contains characters not allowed in an HTTP header",
+                )
+                .help("pass the token exactly as Ray printed it (printable ASCII)")
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("nrl/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
+            .connect_timeout(options.timeout.min(Duration::from_secs(10)))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| Diag::api(CODE_ADDRESS, format!("cannot build an HTTP client: {e}")))?;
+        Ok(RayClient {
+            http,
+            base,
+            address,
+            options,
+        })
+    }
+
+    /// The normalised dashboard address (no trailing slash), for messages.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    pub fn options(&self) -> &RayClientOptions {
+        &self.options
+    }
+
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// `base` + path segments (percent-encoded); `trailing_slash` for Ray's `/api/jobs/`.
+    pub(crate) fn url(&self, segments: &[&str], trailing_slash: bool) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty();
+            path.extend(segments);
+            if trailing_slash {
+                path.push("");
+            }
+        }
+        url
+    }
+
+    /// `GET /api/version`.
+    pub async fn version(&self) -> Result<RayVersion> {
+        let what = "GET /api/version";
+        let reply = self.get(&["api", "version"], false, what).await?;
+        if !reply.status.is_success() {
+            return Err(self.failure(what, &reply));
+        }
+        self.parse(what, &reply)
+    }
+
+    /// `GET /api/jobs/`: submission jobs first, then driver jobs; no pagination.
+    pub async fn list_jobs(&self) -> Result<Vec<JobDetails>> {
+        let what = "GET /api/jobs/";
+        let reply = self.get(&["api", "jobs"], true, what).await?;
+        if !reply.status.is_success() {
+            return Err(self.failure(what, &reply));
+        }
+        self.parse(what, &reply)
+    }
+
+    /// `POST /api/jobs/`. Never retried: Ray may have started the job even when the
+    /// answer is lost.
+    pub async fn submit(&self, request: &SubmitRequest) -> Result<SubmitResponse> {
+        let what = "POST /api/jobs/";
+        let url = self.url(&["api", "jobs"], true);
+        let reply = self
+            .execute(what, Idempotency::Once, self.options.timeout, || {
+                self.http.request(Method::POST, url.clone()).json(request)
+            })
+            .await?;
+        if !reply.status.is_success() {
+            return Err(rerr::submit_refused(
+                &self.address,
+                reply.status.as_u16(),
+                &reply.detail(),
+            ));
+        }
+        self.parse(what, &reply)
+    }
+
+    /// `GET /api/jobs/{id}`: the job's details, including its status.
+    pub async fn status(&self, id: &str) -> Result<JobDetails> {
+        let what = "GET /api/jobs/{id}";
+        let reply = self.get(&["api", "jobs", id], false, what).await?;
+        self.job_reply(id, what, reply)
+    }
+
+    /// `GET /api/jobs/{id}/logs`: the whole driver log so far.
+    pub async fn logs(&self, id: &str) -> Result<String> {
+        let what = "GET /api/jobs/{id}/logs";
+        let reply = self.get(&["api", "jobs", id, "logs"], false, what).await?;
+        let logs: LogsResponse = self.job_reply(id, what, reply)?;
+        Ok(logs.logs)
+    }
+
+    /// `POST /api/jobs/{id}/stop`: `true` if a running job was asked to stop, `false`
+    /// if it had already finished.
+    pub async fn stop(&self, id: &str) -> Result<bool> {
+        let what = "POST /api/jobs/{id}/stop";
+        let url = self.url(&["api", "jobs", id, "stop"], false);
+        let reply = self
+            .execute(what, Idempotency::Once, self.options.timeout, || {
+                self.http.request(Method::POST, url.clone())
+            })
+            .await?;
+        let stop: StopResponse = self.job_reply(id, what, reply)?;
+        Ok(stop.stopped)
+    }
+
+    /// `DELETE /api/jobs/{id}`: removes a finished job's record (Ray refuses running
+    /// jobs with a 500).
+    pub async fn delete(&self, id: &str) -> Result<bool> {
+        let what = "DELETE /api/jobs/{id}";
+        let url = self.url(&["api", "jobs", id], false);
+        let reply = self
+            .execute(what, Idempotency::Once, self.options.timeout, || {
+                self.http.request(Method::DELETE, url.clone())
+            })
+            .await?;
+        let deleted: DeleteResponse = self.job_reply(id, what, reply)?;
+        Ok(deleted.deleted)
+    }
+
+    /// `GET /api/packages/{protocol}/{name}`: whether the cluster already holds the
+    /// package. The GET also pins the URI on the cluster for a while, so call it right
+    /// before submitting.
+    pub async fn package_exists(&self, uri: &str) -> Result<bool> {
+        let what = "GET /api/packages/…";
+        let (protocol, name) = split_package_uri(uri)?;
+        let reply = self
+            .get(&["api", "packages", protocol, name], false, what)
+            .await?;
+        match reply.status {
+            s if s.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(self.failure(what, &reply)),
+        }
+    }
+
+    /// `PUT /api/packages/{protocol}/{name}` with the archive as the body. Sent once,
+    /// with [`RayClientOptions::upload_timeout`].
+    pub async fn upload_package(
+        &self,
+        uri: &str,
+        body: reqwest::Body,
+        content_length: Option<u64>,
+    ) -> Result<()> {
+        let what = "PUT /api/packages/…";
+        let (protocol, name) = split_package_uri(uri)?;
+        let url = self.url(&["api", "packages", protocol, name], false);
+        let mut body = Some(body);
+        let reply = self
+            .execute(what, Idempotency::Once, self.options.upload_timeout, || {
+                let mut req = self
+                    .http
+                    .request(Method::PUT, url.clone())
+                    .header("content-type", "application/octet-stream");
+                if let Some(len) = content_length {
+                    req = req.header("content-length", len);
+                }
+                req.body(
+                    body.take()
+                        .unwrap_or_else(|| reqwest::Body::from(Vec::new())),
+                )
+            })
+            .await?;
+        if !reply.status.is_success() {
+            return Err(self.failure(what, &reply));
+        }
+        Ok(())
+    }
+
+    async fn get(&self, segments: &[&str], trailing_slash: bool, what: &str) -> Result<Reply> {
+        let url = self.url(segments, trailing_slash);
+        self.execute(what, Idempotency::Idempotent, self.options.timeout, || {
+            self.http.request(Method::GET, url.clone())
+        })
+        .await
+    }
+
+    /// Map a job-scoped reply: 404 is "no such job", other failures are API errors.
+    fn job_reply<T: DeserializeOwned>(&self, id: &str, what: &str, reply: Reply) -> Result<T> {
+        if reply.status == StatusCode::NOT_FOUND {
+            return Err(rerr::job_not_found(&self.address, id));
+        }
+        if !reply.status.is_success() {
+            return Err(self.failure(what, &reply));
+        }
+        self.parse(what, &reply)
+    }
+
+    fn failure(&self, what: &str, reply: &Reply) -> Diag {
+        rerr::api_failure(&self.address, what, reply.status.as_u16(), &reply.detail())
+    }
+
+    fn parse<T: DeserializeOwned>(&self, what: &str, reply: &Reply) -> Result<T> {
+        serde_json::from_str(&reply.body).map_err(|e| rerr::bad_response(&self.address, what, e))
+    }
+
+    /// Send a request until it succeeds, fails for good, or the deadline passes.
+    /// `build` makes a fresh request per attempt. Non-success statuses that are not
+    /// retried are returned as a `Reply` for the caller to interpret.
+    pub(crate) async fn execute(
+        &self,
+        what: &str,
+        idempotency: Idempotency,
+        timeout: Duration,
+        mut build: impl FnMut() -> RequestBuilder,
+    ) -> Result<Reply> {
+        let deadline = Instant::now() + timeout;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let outcome = send_once(build().timeout(remaining)).await;
+            let (failure, retry_after, last) = match outcome {
+                Ok((reply, _)) if reply.status.is_success() => return Ok(reply),
+                Ok((reply, retry_after)) => (
+                    Failure::Status(reply.status.as_u16()),
+                    retry_after,
+                    Ok(reply),
+                ),
+                Err((failure, cause)) => (failure, None, Err(cause)),
+            };
+            let mut wait = self.options.retry.delay(attempt);
+            if let Some(server_wait) = retry_after {
+                wait = wait.max(server_wait);
+            }
+            let retry = self
+                .options
+                .retry
+                .should_retry(idempotency, failure, attempt)
+                && Instant::now() + wait < deadline;
+            if !retry {
+                return match last {
+                    Ok(reply) => Ok(reply),
+                    Err(cause) => {
+                        tracing::debug!(what, attempt, %cause, "Ray call failed");
+                        Err(rerr::unreachable(&self.address, timeout, &cause, attempt))
+                    }
+                };
+            }
+            tracing::debug!(what, attempt, ?failure, ?wait, "retrying Ray call");
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// One attempt: the reply (any status) plus a `Retry-After` hint, or a transport failure
+/// with a human-readable cause.
+async fn send_once(
+    request: RequestBuilder,
+) -> std::result::Result<(Reply, Option<Duration>), (Failure, String)> {
+    let response = request.send().await.map_err(transport_failure)?;
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let body = response.text().await.map_err(transport_failure)?;
+    Ok((Reply { status, body }, retry_after))
+}
+
+fn transport_failure(e: reqwest::Error) -> (Failure, String) {
+    let failure = if e.is_timeout() {
+        Failure::Timeout
+    } else if e.is_decode() || e.is_builder() || e.is_redirect() {
+        Failure::Other
+    } else {
+        Failure::Connect
+    };
+    let cause = if e.is_timeout() {
+        "no answer in time".to_string()
+    } else {
+        innermost_cause(&e)
+    };
+    (failure, cause)
+}
+
+/// The deepest error in the chain says what happened ("Connection refused (os error
+/// 111)"); reqwest's own top line only says "error sending request".
+pub(crate) fn innermost_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    let text = current.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "unknown error".to_string(),
+    }
+}
+
+/// Parse a dashboard address: `http(s)://host[:port][/prefix]`, or `host:port`.
+pub fn normalize_address(address: &str) -> Result<Url> {
+    let trimmed = address.trim();
+    if trimmed.is_empty() {
+        return Err(
+            Diag::new(CODE_ADDRESS, "the Ray dashboard address is empty")
+                .help("pass --address http://HOST:8265 or set RAY_ADDRESS"),
+        );
+    }
+    let with_scheme = if trimmed.contains("://") {
+        trimmed.to_string()
+    } else {
+        format!("http://{trimmed}")
+    };
+    let url = Url::parse(&with_scheme).map_err(|e| {
+        Diag::new(
+            CODE_ADDRESS,
+            format!("`{trimmed}` is not a usable Ray dashboard address: {e}"),
+        )
+        .help("use the dashboard URL, e.g. http://127.0.0.1:8265")
+    })?;
+    match url.scheme() {
+        "http" | "https" => {}
+        "ray" => {
+            return Err(Diag::new(
+                CODE_ADDRESS,
+                format!(
+                    "`{trimmed}` is a Ray Client address; the Job API is served by the dashboard"
+                ),
+            )
+            .help("use the dashboard URL instead, e.g. http://HOST:8265"));
+        }
+        other => {
+            return Err(Diag::new(
+                CODE_ADDRESS,
+                format!("unsupported scheme `{other}` in Ray address `{trimmed}`"),
+            )
+            .help("use http:// or https://, e.g. http://127.0.0.1:8265"));
+        }
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(Diag::new(CODE_ADDRESS, format!("`{trimmed}` has no host"))
+            .help("use the dashboard URL, e.g. http://127.0.0.1:8265"));
+    }
+    let mut url = url;
+    url.set_query(None);
+    url.set_fragment(None);
+    let path = url.path().trim_end_matches('/').to_string();
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// `gcs://_ray_pkg_x.zip` → (`gcs`, `_ray_pkg_x.zip`).
+pub fn split_package_uri(uri: &str) -> Result<(&str, &str)> {
+    match uri.split_once("://") {
+        Some((protocol, name))
+            if !protocol.is_empty() && !name.is_empty() && !name.contains('/') =>
+        {
+            Ok((protocol, name))
+        }
+        _ => Err(
+            Diag::new("nrl::ray::package", format!("`{uri}` is not a package URI"))
+                .help("package URIs look like gcs://_ray_pkg_<16 hex>.zip"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_normalised() {
+        let url = |s: &str| normalize_address(s).map(|u| u.to_string());
+        assert_eq!(url("127.0.0.1:8265").unwrap(), "http://127.0.0.1:8265/");
+        assert_eq!(url("http://h:8265/").unwrap(), "http://h:8265/");
+        assert_eq!(url(" https://h/ray/ ").unwrap(), "https://h/ray");
+        for bad in ["", "ray://h:10001", "ftp://h", "http://"] {
+            let err = normalize_address(bad).unwrap_err();
+            assert_eq!(err.code, CODE_ADDRESS, "{bad}");
+            assert!(err.help.is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn urls_encode_ids_and_keep_prefixes() {
+        let client = RayClient::new("http://h:1/prefix/", RayClientOptions::default()).unwrap();
+        assert_eq!(client.address(), "http://h:1/prefix");
+        assert_eq!(
+            client.url(&["api", "jobs"], true).as_str(),
+            "http://h:1/prefix/api/jobs/"
+        );
+        assert_eq!(
+            client
+                .url(&["api", "jobs", "a/b c", "logs"], false)
+                .as_str(),
+            "http://h:1/prefix/api/jobs/a%2Fb%20c/logs"
+        );
+        let root = RayClient::new("h:1", RayClientOptions::default()).unwrap();
+        assert_eq!(
+            root.url(&["api", "version"], false).as_str(),
+            "http://h:1/api/version"
+        );
+    }
+
+    #[test]
+    fn package_uris_split() {
+        assert_eq!(
+            split_package_uri("gcs://_ray_pkg_0123.zip").unwrap(),
+            ("gcs", "_ray_pkg_0123.zip")
+        );
+        assert!(split_package_uri("_ray_pkg.zip").is_err());
+        assert!(split_package_uri("gcs://a/b.zip").is_err());
+    }
+
+    #[test]
+    fn bad_token_is_an_input_error() {
+        let opts = RayClientOptions {
+            token: Some("bad\ntoken".into()),
+            ..RayClientOptions::default()
+        };
+        let err = RayClient::new("http://h:1", opts).unwrap_err();
+        assert_eq!(err.code, "nrl::ray::token");
+    }
+}
