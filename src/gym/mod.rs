@@ -9,7 +9,7 @@ pub mod quantity;
 pub mod render;
 pub mod script;
 
-pub use config::{GymLoadRequest, LoadedGym, SubmitConfig, load};
+pub use config::{GymLoadRequest, LoadedGym, SubmitConfig, load, load_text};
 pub use plan::{PlannedJob, RunMeta, RunPlan, plan};
 
 #[cfg(test)]
