@@ -1,0 +1,7 @@
+//! Tests of the fake Kubernetes API server in `tests/support/fake_k8s`, driven through kube-rs
+//! itself, so the fake is held to what a real client expects.
+
+mod support;
+
+#[path = "fake_k8s/common.rs"]
+mod common;
