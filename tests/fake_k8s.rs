@@ -5,3 +5,7 @@ mod support;
 
 #[path = "fake_k8s/common.rs"]
 mod common;
+#[path = "fake_k8s/crud.rs"]
+mod crud;
+#[path = "fake_k8s/ssa.rs"]
+mod ssa;

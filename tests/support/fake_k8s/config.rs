@@ -55,6 +55,8 @@ pub enum ClusterFate {
     StuckPending,
     /// The operator gives up: `status.state: failed` with this reason.
     Failed(String),
+    /// The operator leaves it alone (no pods, no status writes): the test drives it.
+    Unmanaged,
 }
 
 /// How a Ray job ends under the fake runner.

@@ -158,6 +158,9 @@ pub fn reconcile(state: &Arc<State>, _ctx: &mut SimCtx, _requeue: &Requeue, ns: 
         return;
     }
     let fate = state.rules().clusters.get(name);
+    if fate == ClusterFate::Unmanaged {
+        return;
+    }
     let suspended = rc.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
     let opts = WriteOpts::manager(MANAGER);
 
