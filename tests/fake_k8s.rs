@@ -9,3 +9,5 @@ mod common;
 mod crud;
 #[path = "fake_k8s/ssa.rs"]
 mod ssa;
+#[path = "fake_k8s/watching.rs"]
+mod watching;
