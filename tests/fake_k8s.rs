@@ -7,6 +7,8 @@ mod support;
 mod common;
 #[path = "fake_k8s/crud.rs"]
 mod crud;
+#[path = "fake_k8s/pods.rs"]
+mod pods;
 #[path = "fake_k8s/ssa.rs"]
 mod ssa;
 #[path = "fake_k8s/watching.rs"]
