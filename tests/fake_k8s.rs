@@ -9,6 +9,8 @@ mod common;
 mod crud;
 #[path = "fake_k8s/pods.rs"]
 mod pods;
+#[path = "fake_k8s/sims.rs"]
+mod sims;
 #[path = "fake_k8s/ssa.rs"]
 mod ssa;
 #[path = "fake_k8s/watching.rs"]

@@ -138,8 +138,13 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                 condition("Available", is_available,
                     if is_available { "MinimumReplicasAvailable" } else { "MinimumReplicasUnavailable" },
                     if is_available { "Deployment has minimum availability." } else { "Deployment does not have minimum availability." }),
-                condition("Progressing", true, "NewReplicaSetAvailable",
-                    &format!("ReplicaSet \"{name}-{hash}\" has successfully progressed.")),
+                if is_available {
+                    condition("Progressing", true, "NewReplicaSetAvailable",
+                        &format!("ReplicaSet \"{name}-{hash}\" has successfully progressed."))
+                } else {
+                    condition("Progressing", true, "ReplicaSetUpdated",
+                        &format!("ReplicaSet \"{name}-{hash}\" is progressing."))
+                },
             ],
         });
         let unavailable = replicas - available;
