@@ -7,11 +7,15 @@ mod support;
 mod common;
 #[path = "fake_k8s/crud.rs"]
 mod crud;
+#[path = "fake_k8s/faulting.rs"]
+mod faulting;
 #[path = "fake_k8s/pods.rs"]
 mod pods;
 #[path = "fake_k8s/sims.rs"]
 mod sims;
 #[path = "fake_k8s/ssa.rs"]
 mod ssa;
+#[path = "fake_k8s/units.rs"]
+mod units;
 #[path = "fake_k8s/watching.rs"]
 mod watching;
