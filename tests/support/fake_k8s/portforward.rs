@@ -166,7 +166,7 @@ async fn run(socket: WebSocket, ns: String, pod: String, targets: Vec<(u16, Opti
                 msg = incoming.next() => match msg {
                     Some(Ok(Message::Binary(data))) if data.len() > 1 => {
                         let ch = data[0] as usize;
-                        if ch % 2 == 0
+                        if ch.is_multiple_of(2)
                             && let Some(Some(w)) = to_upstream.get_mut(ch / 2)
                             && w.write_all(&data[1..]).await.is_err()
                         {

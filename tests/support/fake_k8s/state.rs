@@ -264,10 +264,11 @@ impl State {
         if store.get(rt, &key).is_some() {
             return Err(ApiError::already_exists(rt, &name));
         }
-        if rt.has_status() && rt.kind != "Namespace" {
-            if let Some(m) = body.as_object_mut() {
-                m.remove("status");
-            }
+        if rt.has_status()
+            && rt.kind != "Namespace"
+            && let Some(m) = body.as_object_mut()
+        {
+            m.remove("status");
         }
         let managed = apply::record_update(None, &body, &opts.manager, None);
         let obj = self.finish_create(&mut store, rt, key, body, &managed, opts.dry_run);

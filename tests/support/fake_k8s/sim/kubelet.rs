@@ -15,6 +15,9 @@ use crate::support::fake_k8s::resources::PODS;
 use crate::support::fake_k8s::state::State;
 
 pub const NODE: &str = "fake-node-1";
+
+/// The state of an init container, given its spec.
+type InitState = Box<dyn Fn(&Value) -> Value>;
 const MANAGER: &str = "kubelet";
 
 fn containers(pod: &Value, key: &str) -> Vec<Value> {
@@ -89,7 +92,7 @@ pub fn status_for_phase(state: &State, pod: &Value, phase: &str, exit_code: i32)
         .unwrap_or_else(now_rfc3339);
     let main = containers(pod, "containers");
     let init = containers(pod, "initContainers");
-    let (main_state, init_state, ready): (Value, Box<dyn Fn(&Value) -> Value>, bool) = match phase {
+    let (main_state, init_state, ready): (Value, InitState, bool) = match phase {
         "Running" => (
             json!({"running": {"startedAt": started}}),
             Box::new(|c: &Value| {
