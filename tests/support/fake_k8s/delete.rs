@@ -69,13 +69,13 @@ fn default_propagation(rt: &ResourceType) -> Propagation {
 
 fn dependents(store: &Store, uid: &str) -> Vec<(&'static ResourceType, ObjKey)> {
     store
-        .all()
-        .filter(|(_, _, v)| owner_uids(v).iter().any(|u| u == uid))
-        .filter_map(|(plural, k, _)| {
+        .owned_by(uid)
+        .into_iter()
+        .filter_map(|(plural, k)| {
             resources::ALL
                 .iter()
                 .find(|r| r.plural == plural)
-                .map(|r| (*r, k.clone()))
+                .map(|r| (*r, k))
         })
         .collect()
 }

@@ -170,29 +170,28 @@ pub fn is_dns1123_subdomain(name: &str) -> bool {
         })
 }
 
-pub fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
+/// `metadata.<key>` as a string ("" when absent); hot, so no JSON-pointer parsing.
+fn meta_str<'a>(obj: &'a Value, key: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(key))
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+pub fn name_of(obj: &Value) -> &str {
+    meta_str(obj, "name")
 }
 
 pub fn namespace_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    meta_str(obj, "namespace")
 }
 
 pub fn uid_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/uid")
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    meta_str(obj, "uid")
 }
 
 pub fn rv_of(obj: &Value) -> u64 {
-    obj.pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+    meta_str(obj, "resourceVersion").parse().unwrap_or(0)
 }
 
 pub fn labels_of(obj: &Value) -> Map<String, Value> {
@@ -246,7 +245,8 @@ pub fn owner_ref(owner: &Value, controller: bool) -> Value {
 }
 
 pub fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
         .map(|refs| {
             refs.iter()

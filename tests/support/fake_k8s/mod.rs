@@ -50,6 +50,7 @@ pub mod apply;
 pub mod config;
 pub mod defaults;
 pub mod delete;
+pub mod direct;
 pub mod exec;
 pub mod faults;
 pub mod handlers;

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::meta::{ApiError, ApiResult, get_path, labels_of};
+use super::meta::{ApiError, ApiResult, get_path};
 
 #[derive(Debug, Clone, PartialEq)]
 enum LabelReq {
@@ -128,8 +128,12 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        let labels = labels_of(obj);
-        let get = |k: &str| labels.get(k).and_then(Value::as_str);
+        // Not `pointer()`: it allocates per token, and this runs for every object of a list.
+        let labels = obj
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object);
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|req| match req {
             LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
             LabelReq::NotEq(k, v) => get(k) != Some(v.as_str()),

@@ -85,7 +85,7 @@ impl WriteOpts {
 }
 
 /// The parts of an object the spec comparison for `generation` ignores.
-fn spec_part(obj: &Value) -> Value {
+pub(super) fn spec_part(obj: &Value) -> Value {
     let mut v = obj.clone();
     if let Some(m) = v.as_object_mut() {
         m.remove("metadata");
@@ -152,7 +152,7 @@ impl State {
         format!("{prefix}.{}.{}", (n / 250) % 250, n % 250 + 2)
     }
 
-    fn key(rt: &ResourceType, ns: &str, name: &str) -> ObjKey {
+    pub(super) fn key(rt: &ResourceType, ns: &str, name: &str) -> ObjKey {
         ObjKey::new(if rt.namespaced { ns } else { "" }, name)
     }
 
@@ -180,6 +180,17 @@ impl State {
             .cloned()
             .collect();
         (items, store.current_rv())
+    }
+
+    /// Objects of one type owned (ownerReferences) by the object with this uid.
+    pub fn owned(&self, rt: &'static ResourceType, uid: &str) -> Vec<Value> {
+        let store = lock(&self.store);
+        store
+            .owned_by(uid)
+            .into_iter()
+            .filter(|(plural, _)| *plural == rt.plural)
+            .filter_map(|(plural, k)| store.get_by_plural(plural, &k).cloned())
+            .collect()
     }
 
     /// Check apiVersion/kind/namespace of a body against the URL and fill them in.
@@ -303,7 +314,7 @@ impl State {
 
     /// The common tail of every update: validation, defaults, generation, no-op detection.
     #[allow(clippy::too_many_arguments)]
-    fn commit_update(
+    pub(super) fn commit_update(
         &self,
         store: &mut Store,
         rt: &'static ResourceType,
@@ -545,66 +556,6 @@ impl State {
                     false,
                 ))
             }
-        }
-    }
-
-    /// Read-modify-write by a controller or a test: `f` edits the whole object (status
-    /// included); the change is recorded under `manager`.
-    pub fn mutate(
-        &self,
-        rt: &'static ResourceType,
-        ns: &str,
-        name: &str,
-        manager: &str,
-        f: impl FnOnce(&mut Value),
-    ) -> ApiResult<Value> {
-        let mut store = lock(&self.store);
-        let key = Self::key(rt, ns, name);
-        let live = store
-            .get(rt, &key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(rt, name))?;
-        let mut new = live.clone();
-        f(&mut new);
-        let status_changed = new.get("status") != live.get("status");
-        let sub = if status_changed && spec_part(&new) == spec_part(&live) {
-            Some("status")
-        } else {
-            None
-        };
-        let managed = apply::record_update(Some(&live), &new, manager, sub);
-        let opts = WriteOpts {
-            manager: manager.to_string(),
-            subresource: sub.map(str::to_string),
-            ..Default::default()
-        };
-        self.commit_update(&mut store, rt, key, &live, new, managed, &opts)
-    }
-
-    /// Create (or replace wholesale) an object as a controller would, status included.
-    pub fn put_raw(
-        &self,
-        rt: &'static ResourceType,
-        obj: Value,
-        manager: &str,
-    ) -> ApiResult<Value> {
-        let ns = namespace_of(&obj).to_string();
-        let name = name_of(&obj).to_string();
-        let status = obj.get("status").cloned();
-        let created = match self.create(rt, &ns, obj.clone(), &WriteOpts::manager(manager)) {
-            Ok(v) => v,
-            Err(e) if e.code == 409 => {
-                let live = self.get(rt, &ns, &name)?;
-                let mut body = obj;
-                metadata_mut(&mut body)
-                    .insert("resourceVersion".into(), json!(rv_of(&live).to_string()));
-                self.replace(rt, &ns, &name, body, &WriteOpts::manager(manager))?
-            }
-            Err(e) => return Err(e),
-        };
-        match status {
-            Some(s) if rt.has_status() => self.mutate(rt, &ns, &name, manager, |o| o["status"] = s),
-            _ => Ok(created),
         }
     }
 }

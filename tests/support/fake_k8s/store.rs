@@ -1,14 +1,14 @@
 //! The object store: every object as JSON, one global resourceVersion counter, and the
 //! bounded event history that watches resume from.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use super::meta::{metadata_mut, name_of, namespace_of};
+use super::meta::{metadata_mut, name_of, namespace_of, owner_uids};
 use super::resources::ResourceType;
 
 /// Where an object lives. Cluster-scoped objects have an empty namespace.
@@ -75,6 +75,8 @@ pub struct Store {
     compacted_rv: u64,
     /// When a pending deletion (deletionTimestamp set) may complete, by uid.
     pub deletion_due: HashMap<String, Instant>,
+    /// Owner uid -> the objects whose ownerReferences name it (for GC and controllers).
+    owned: HashMap<String, BTreeSet<(&'static str, ObjKey)>>,
     rv_tx: watch::Sender<u64>,
     controller_tx: Option<mpsc::UnboundedSender<Arc<StoredEvent>>>,
 }
@@ -93,6 +95,7 @@ impl Store {
             history_window: history_window.max(1),
             compacted_rv: 0,
             deletion_due: HashMap::new(),
+            owned: HashMap::new(),
             rv_tx,
             controller_tx: None,
         }
@@ -131,16 +134,22 @@ impl Store {
     }
 
     /// Objects of one type, optionally in one namespace, in name order.
-    pub fn iter(
-        &self,
+    pub fn iter<'a>(
+        &'a self,
         rt: &ResourceType,
-        namespace: Option<&str>,
-    ) -> impl Iterator<Item = (&ObjKey, &Value)> {
-        self.objects
-            .get(type_key(rt))
-            .into_iter()
-            .flat_map(|m| m.iter())
-            .filter(move |(k, _)| namespace.is_none_or(|ns| k.namespace == ns))
+        namespace: Option<&'a str>,
+    ) -> Box<dyn Iterator<Item = (&'a ObjKey, &'a Value)> + 'a> {
+        let Some(m) = self.objects.get(type_key(rt)) else {
+            return Box::new(std::iter::empty());
+        };
+        match namespace {
+            // Keys sort by namespace first: one range, not a scan.
+            Some(ns) => Box::new(
+                m.range(ObjKey::new(ns, "")..)
+                    .take_while(move |(k, _)| k.namespace == ns),
+            ),
+            None => Box::new(m.iter()),
+        }
     }
 
     /// Every stored object of every type (for garbage collection).
@@ -158,7 +167,16 @@ impl Store {
             .objects
             .entry(type_key(rt))
             .or_default()
-            .insert(key, obj.clone());
+            .insert(key.clone(), obj.clone());
+        if let Some(prev) = &previous {
+            self.unindex_owners(rt, &key, prev);
+        }
+        for uid in owner_uids(&obj) {
+            self.owned
+                .entry(uid)
+                .or_default()
+                .insert((type_key(rt), key.clone()));
+        }
         let kind = if previous.is_some() {
             EventType::Modified
         } else {
@@ -178,6 +196,7 @@ impl Store {
     /// server's does.
     pub fn remove(&mut self, rt: &'static ResourceType, key: &ObjKey) -> Option<Value> {
         let mut obj = self.objects.get_mut(type_key(rt))?.remove(key)?;
+        self.unindex_owners(rt, key, &obj);
         let rv = self.next_rv();
         metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
         self.record(StoredEvent {
@@ -188,6 +207,30 @@ impl Store {
             previous: None,
         });
         Some(obj)
+    }
+
+    fn unindex_owners(&mut self, rt: &ResourceType, key: &ObjKey, obj: &Value) {
+        for uid in owner_uids(obj) {
+            if let Some(set) = self.owned.get_mut(&uid) {
+                set.remove(&(type_key(rt), key.clone()));
+                if set.is_empty() {
+                    self.owned.remove(&uid);
+                }
+            }
+        }
+    }
+
+    /// The objects (type plural, key) that name `uid` among their ownerReferences.
+    pub fn owned_by(&self, uid: &str) -> Vec<(&'static str, ObjKey)> {
+        self.owned
+            .get(uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Look up by type plural (as `owned_by` and `all` name types).
+    pub fn get_by_plural(&self, plural: &str, key: &ObjKey) -> Option<&Value> {
+        self.objects.get(plural)?.get(key)
     }
 
     fn record(&mut self, event: StoredEvent) {

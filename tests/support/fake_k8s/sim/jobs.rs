@@ -8,13 +8,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Controller, Requeue, SimCtx, condition, kubelet, update_status};
 use crate::support::fake_k8s::logs;
 use crate::support::fake_k8s::meta::{name_of, now_rfc3339, owner_ref, random_suffix, uid_of};
 use crate::support::fake_k8s::resources::{JOBS, PODS};
-use crate::support::fake_k8s::selectors::{LabelSelector, Selectors};
 use crate::support::fake_k8s::state::{State, WriteOpts};
 
 const MANAGER: &str = "kube-controller-manager";
@@ -97,13 +96,9 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
         return;
     }
     let uid = uid_of(&job).to_string();
-    let mut sel = Map::new();
-    sel.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
-    let selectors = Selectors {
-        labels: LabelSelector::from_match_labels(&sel),
-        fields: Default::default(),
-    };
-    let pods: Vec<Value> = state.list(&PODS, Some(ns), &selectors).0;
+    // The pods this Job owns (the real controller matches its selector and adopts; the
+    // fake's Job pods always carry the ownerReference, so the owner index gives the same set).
+    let pods: Vec<Value> = state.owned(&PODS, &uid);
     let script = state.rules().jobs.get(name);
     let run_time = script.run_time.unwrap_or(state.timings().job_pod_run);
 
@@ -155,7 +150,7 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
         }
     }
 
-    let pods: Vec<Value> = state.list(&PODS, Some(ns), &selectors).0;
+    let pods: Vec<Value> = state.owned(&PODS, &uid);
     let succeeded = pods.iter().filter(|p| phase(p) == "Succeeded").count() as i64;
     let failed = pods.iter().filter(|p| phase(p) == "Failed").count() as i64;
     let active: Vec<&Value> = pods

@@ -113,7 +113,7 @@ async fn run(state: Arc<State>, mut events: mpsc::UnboundedReceiver<Arc<StoredEv
     let requeue = Requeue(tx);
     let mut ctx = SimCtx::default();
     loop {
-        let work: Vec<Work> = tokio::select! {
+        let mut work: Vec<Work> = tokio::select! {
             ev = events.recv() => match ev {
                 Some(ev) => work_for_event(&ev, &mut ctx),
                 None => return,
@@ -123,8 +123,18 @@ async fn run(state: Arc<State>, mut events: mpsc::UnboundedReceiver<Arc<StoredEv
                 None => return,
             },
         };
+        // Coalesce a burst: everything already queued is reconciled once.
+        while let Ok(ev) = events.try_recv() {
+            work.extend(work_for_event(&ev, &mut ctx));
+        }
+        while let Ok(w) = work_rx.try_recv() {
+            work.push(w);
+        }
+        let mut seen = HashSet::new();
         for w in work {
-            reconcile(&state, &mut ctx, &requeue, &w);
+            if seen.insert(w.clone()) {
+                reconcile(&state, &mut ctx, &requeue, &w);
+            }
         }
     }
 }
