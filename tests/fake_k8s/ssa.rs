@@ -300,3 +300,63 @@ async fn merge_json_and_strategic_patches() {
         .collect();
     assert_eq!(images, ["a:1", "b:2"]);
 }
+
+#[tokio::test]
+async fn reapplying_a_job_is_a_no_op_and_template_changes_are_refused() {
+    let (fake, client) = setup().await;
+    fake.set_job_script(
+        "gym-*",
+        JobScript::succeeds().running_for(std::time::Duration::from_secs(30)),
+    );
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client, "default");
+    let job = |image: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "gym-a"},
+               "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "d", "image": image}]}}}})
+    };
+    let pp = PatchParams::apply("nrl");
+    let first = jobs
+        .patch("gym-a", &pp, &Patch::Apply(job("gym:1")))
+        .await
+        .unwrap();
+    let labels = first
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .labels
+        .clone()
+        .unwrap();
+    assert_eq!(
+        labels["batch.kubernetes.io/job-name"], "gym-a",
+        "the Job controller's labels"
+    );
+    // Once the controller has settled (the pod runs for 30 s), re-applying changes nothing.
+    assert!(
+        fake.wait_until(std::time::Duration::from_secs(3), |f| f.field(
+            "batch/v1",
+            "Job",
+            "default",
+            "gym-a",
+            "status.ready"
+        ) == Some(json!(1)))
+            .await
+    );
+    let settled = jobs.get("gym-a").await.unwrap().metadata.resource_version;
+    let again = jobs
+        .patch("gym-a", &pp, &Patch::Apply(job("gym:1")))
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.resource_version, settled);
+    assert_eq!(again.metadata.generation, Some(1));
+    let err = jobs
+        .patch("gym-a", &pp, &Patch::Apply(job("gym:2")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("field is immutable")),
+        "{err:?}"
+    );
+}

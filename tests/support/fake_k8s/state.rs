@@ -21,7 +21,7 @@ use super::meta::{
     rv_of,
 };
 use super::patch;
-use super::resources::{NAMESPACES, ResourceType};
+use super::resources::{NAMESPACES, ResourceType, SERVICEACCOUNTS};
 use super::selectors::Selectors;
 use super::store::{ObjKey, Store};
 
@@ -283,6 +283,19 @@ impl State {
         }
         let managed = apply::record_update(None, &body, &opts.manager, None);
         let obj = self.finish_create(&mut store, rt, key, body, &managed, opts.dry_run);
+        if std::ptr::eq(rt, &NAMESPACES) && !opts.dry_run {
+            // The service-account controller gives every namespace a `default` account.
+            let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": name}});
+            let sa = self.finish_create(
+                &mut store,
+                &SERVICEACCOUNTS,
+                ObjKey::new(&name, "default"),
+                sa,
+                &[],
+                false,
+            );
+            drop(sa);
+        }
         Ok(obj)
     }
 
