@@ -11,6 +11,8 @@ mod crud;
 mod faulting;
 #[path = "fake_k8s/pods.rs"]
 mod pods;
+#[path = "fake_k8s/ray_runner.rs"]
+mod ray_runner;
 #[path = "fake_k8s/sims.rs"]
 mod sims;
 #[path = "fake_k8s/ssa.rs"]

@@ -43,6 +43,34 @@
 //! The server runs on its own thread and tokio runtime, so it works from `#[tokio::test]`s
 //! and from plain `#[test]`s that block on a child process alike. Dropping the handle stops
 //! it, kills processes started by exec and removes its temp dir.
+//!
+//! # Test-facing API (see `api.rs`)
+//! - Start: [`FakeK8s::start`], [`FakeK8s::builder`] (`timings`, `history_window`,
+//!   `namespace`); [`FakeK8s::url`], [`FakeK8s::kubeconfig_path`], [`FakeK8s::env`],
+//!   [`FakeK8s::client`].
+//! - State: `get`, `get_as::<K>`, `list`, `pods`, `pod_name`, `field`, `put`, `put_as`, `edit`,
+//!   `patch_status`, `delete`, `create_namespace`, `set_pod_phase`, `append_pod_log`.
+//! - Simulations: `set_timings`, `set_cluster_fate` ([`ClusterFate`]: Ready, StuckPending,
+//!   Failed, Unmanaged), `set_rayjob_script` ([`RayJobScript`]), `set_job_script`
+//!   ([`JobScript`]: exit code per attempt, run time, log lines), `set_pod_fate`
+//!   ([`PodFate`]), `use_ray_dashboard` (real Ray), `forward_port`, `forward_port_by_labels`.
+//! - Faults and access: `inject` ([`FaultMatch`] + [`FaultAction`]), `fail_next`,
+//!   `clear_faults`, `deny`, `allow_all`.
+//! - Observing: `request_log` ([`RequestRecord`]), `requests(pred)`, `clear_request_log`,
+//!   `current_resource_version`, `compact_history`, `set_history_window`, `wait_until`,
+//!   `wait_until_blocking`.
+//!
+//! # Known differences from a real cluster
+//! - Server-side apply is approximated: lists of maps keyed by `name` / `containerPort` /
+//!   `port` are associative, all other lists atomic; strategic merge patch merges lists of
+//!   named maps by name and is otherwise a merge patch. Writes by the simulated controllers do
+//!   not show up in `managedFields`.
+//! - Exec'd processes run on this machine in `<root>/pods/<ns>/<pod>` (also `HOME`; `TMPDIR` is
+//!   its `tmp/`): absolute paths such as `/tmp` are the host's, shared by all "pods". There is
+//!   no `attach`.
+//! - Deployments create pods directly (no ReplicaSet objects). A RayJob in `K8sJobMode`
+//!   gets no submitter Job: every mode is run by the job runner as if `HTTPMode`.
+//!   `activeDeadlineSeconds` is not enforced. Continue tokens never expire.
 #![allow(dead_code, unused_imports)]
 
 pub mod access;
