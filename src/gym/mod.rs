@@ -4,10 +4,16 @@
 
 pub mod config;
 pub mod names;
+pub mod ops;
 pub mod plan;
 pub mod quantity;
+pub mod record;
 pub mod render;
 pub mod script;
+pub mod session;
+pub mod state;
+pub mod table;
+pub mod view;
 
 pub use config::{GymLoadRequest, LoadedGym, SubmitConfig, load, load_text};
 pub use plan::{PlannedJob, RunMeta, RunPlan, plan};

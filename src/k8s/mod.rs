@@ -10,6 +10,7 @@ pub mod portforward;
 pub mod resources;
 pub mod retry;
 pub mod wait;
+pub mod watch;
 
 pub use client::{ConnectOptions, K8s};
 pub use objects::{ApplyOptions, Drift, ObjectRef};

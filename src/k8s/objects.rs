@@ -140,11 +140,25 @@ impl K8s {
             .collect())
     }
 
-    /// Delete (foreground propagation so dependents go first). Returns whether it existed.
+    /// Delete with background propagation (dependents are garbage-collected after the
+    /// object is gone). Returns whether it existed.
     pub async fn delete(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<bool> {
+        self.delete_propagating(ar, ns, name, PropagationPolicy::Background)
+            .await
+    }
+
+    /// Delete with an explicit propagation policy; `Foreground` keeps the object until its
+    /// dependents (a Job's pods) are gone. Returns whether it existed.
+    pub async fn delete_propagating(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        policy: PropagationPolicy,
+    ) -> Result<bool> {
         let api = self.api(ar, ns);
         let dp = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
+            propagation_policy: Some(policy),
             ..DeleteParams::default()
         };
         match retry(Backoff::default(), || api.delete(name, &dp)).await {
