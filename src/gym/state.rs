@@ -166,10 +166,10 @@ pub fn pod_detail(pod: &Json) -> Option<String> {
             }
         }
     }
-    match status.get("reason").and_then(Json::as_str) {
-        Some(r) => Some(r.to_string()),
-        None => None,
-    }
+    status
+        .get("reason")
+        .and_then(Json::as_str)
+        .map(str::to_string)
 }
 
 /// Counts per phase, for summary lines (`3 Succeeded, 1 Failed`).

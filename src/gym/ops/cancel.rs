@@ -19,7 +19,7 @@ use crate::gym::names::{benchmark_selector, run_selector, secret_name};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Cancelled {
     pub jobs: Vec<String>,
-    /// The Secret, when a whole run was cancelled and it still existed.
+    /// The Secret, when a whole run was cancelled and it existed.
     pub secret: Option<String>,
 }
 
@@ -48,6 +48,14 @@ pub async fn cancel_run(
         .iter()
         .map(name)
         .collect();
+    // The Secret is owned by the Jobs, so the garbage collector may remove it first.
+    let secret = match benchmark {
+        None => {
+            let name = secret_name(run_id);
+            k8s.get(&super::secrets()?, ns, &name).await?.map(|_| name)
+        }
+        Some(_) => None,
+    };
     let deletions = futures::stream::iter(jobs.iter())
         .map(|j| k8s.delete_propagating(&jobs_ar, ns, j, PropagationPolicy::Foreground))
         .buffer_unordered(16)
@@ -56,13 +64,10 @@ pub async fn cancel_run(
     for d in deletions {
         d?;
     }
-    let mut out = Cancelled { jobs, secret: None };
-    if benchmark.is_none() {
-        let secret = secret_name(run_id);
-        if k8s.delete(&super::secrets()?, ns, &secret).await? {
-            out.secret = Some(secret);
-        }
+    if let Some(s) = &secret {
+        k8s.delete(&super::secrets()?, ns, s).await?;
     }
+    let out = Cancelled { jobs, secret };
     if let Some(timeout) = wait
         && !out.jobs.is_empty()
     {
