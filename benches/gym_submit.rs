@@ -61,6 +61,8 @@ fn tv(t: libc::timeval) -> Duration {
 }
 
 /// One submit of the config, as a child process.
+// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn submit_once(fake: &FakeK8s, cfg: &Path, home: &Path, run: &str) -> Usage {
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_nrl"))
