@@ -218,6 +218,28 @@ fn dry_run_prints_the_rayjob_with_the_preamble() {
     assert!(!runs_dir(home.path()).exists());
 }
 
+#[test]
+fn dry_run_validates_unless_told_not_to() {
+    let home = tempfile::tempdir().unwrap();
+    let bad_name = "infra.kuberay.training.name=Bad_Name";
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", bad_name])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.matches("nrl::render::name").count(), 1, "{stderr}");
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", "--no-validate", bad_name])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("name: Bad_Name"));
+}
+
 /// Whether `pid` is gone (no such process, or a zombie nobody reaped yet).
 fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

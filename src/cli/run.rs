@@ -40,7 +40,7 @@ Exit codes: 0 the run succeeded, 1 it failed, 2 bad input, 3 Ray API error, 130 
 
 Examples:
   nrl run examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml --local
-  nrl run recipe.yaml --infra infra.yaml --local grpo.max_num_steps=2 infra.launch.env.SEED=7
+  nrl run recipe.yaml --infra infra.yaml --local grpo.max_num_steps=2 infra.launch.env.WANDB_MODE=offline
   nrl run recipe.yaml --infra infra.yaml --ray-address http://127.0.0.1:8265
   nrl run recipe.yaml --infra infra.yaml --dry-run --rayjob-name my-job --ttl 600
   nrl run recipe.yaml --infra infra.yaml --local --run-id grpo-try-3 --repo-root ~/nemo-rl")]
