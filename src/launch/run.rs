@@ -42,7 +42,7 @@ impl RunContext {
             .as_ref()
             .map(|p| absolute(p).display().to_string());
         record.overrides = self.overrides.clone();
-        record.namespace = Some(cfg.infra.namespace.clone());
+        // context/namespace/cluster are for the executors that run on a cluster.
         record.run_dir = Some(self.run_dir().display().to_string());
         record
     }
