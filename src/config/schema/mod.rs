@@ -13,11 +13,14 @@
 
 mod check;
 mod convert;
+mod dev;
 mod dump;
 mod enums;
 mod models;
 mod parse;
 
+#[cfg(test)]
+mod test_dev;
 #[cfg(test)]
 mod test_policy;
 #[cfg(test)]
@@ -25,6 +28,7 @@ mod test_reference;
 #[cfg(test)]
 mod test_schema;
 
+pub use dev::{DEV_COMPONENT_LABEL, DevResources, DevSpec};
 pub use enums::*;
 pub use models::*;
 
