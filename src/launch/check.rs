@@ -28,8 +28,8 @@ pub fn check(req: &LoadRequest, validate: bool) -> Result<Checked> {
 pub fn validate_manifests(manifests: &[Node]) -> Result<()> {
     let mut problems: Vec<Diag> = Vec::new();
     for m in manifests {
+        // `validate_object` includes the name checks.
         problems.extend(render::validate::validate_object(m));
-        problems.extend(render::validate::check_names(m));
     }
     match Diag::aggregate(problems) {
         None => Ok(()),

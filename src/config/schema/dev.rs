@@ -298,7 +298,10 @@ impl DevSpec {
             .put("avoidNodeLabels", dump::str_list(&self.avoid_node_labels))
             .put("resources", self.resources.to_node())
             .put("envFromSecret", dump::str_or_null(&self.env_from_secret))
-            .put("command", dump::opt_node(&self.command, |l| dump::str_list(l)))
+            .put(
+                "command",
+                dump::opt_node(&self.command, |l| dump::str_list(l)),
+            )
             .put("ownerLabel", Node::str(self.owner_label.as_str()))
             .put("labels", dump::str_map(&self.labels))
             .done()

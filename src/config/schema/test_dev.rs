@@ -59,7 +59,11 @@ fn every_field_is_read() {
   labels: {purpose: debug}
 ",
     );
-    assert_eq!(d.pod_name.as_deref(), Some("me-dev"), "strings are stripped");
+    assert_eq!(
+        d.pod_name.as_deref(),
+        Some("me-dev"),
+        "strings are stripped"
+    );
     assert_eq!(d.image.as_deref(), Some("img:2"));
     assert_eq!(d.image_pull_secrets, Some(vec!["a".into(), "b".into()]));
     assert_eq!(d.pvc_name, "ws");
@@ -68,7 +72,10 @@ fn every_field_is_read() {
     assert!(d.avoid_node_labels.is_empty());
     assert_eq!(
         d.resources.requests.iter().collect::<Vec<_>>(),
-        [(&"cpu".to_string(), &"2".to_string()), (&"memory".into(), &"256Mi".into())]
+        [
+            (&"cpu".to_string(), &"2".to_string()),
+            (&"memory".into(), &"256Mi".into())
+        ]
     );
     assert_eq!(d.resources.limits["memory"], "1.5");
     assert_eq!(d.resources.limits["cpu"], "5");
@@ -81,7 +88,8 @@ fn every_field_is_read() {
 
 #[test]
 fn overlays_remove_keys_set_to_null() {
-    let d = dev_of("dev:\n  labels: {nrl-k8s/component: null}\n  resources: {limits: {cpu: null}}\n");
+    let d =
+        dev_of("dev:\n  labels: {nrl-k8s/component: null}\n  resources: {limits: {cpu: null}}\n");
     assert!(d.labels.is_empty());
     assert_eq!(d.resources.limits.keys().collect::<Vec<_>>(), ["memory"]);
 }
@@ -93,7 +101,11 @@ fn mistakes_are_reported_with_fixes() {
     assert!(help(&e).contains("did you mean `pvcName`?"), "{}", help(&e));
 
     let e = err(validate(&min_plus("dev:\n  resources: {request: {}}\n")));
-    assert!(help(&e).contains("did you mean `requests`?"), "{}", help(&e));
+    assert!(
+        help(&e).contains("did you mean `requests`?"),
+        "{}",
+        help(&e)
+    );
 
     let e = err(validate(&min_plus("podName: x\n")));
     assert!(
@@ -104,16 +116,26 @@ fn mistakes_are_reported_with_fixes() {
 
     let e = err(validate(&min_plus("dev:\n  command: []\n")));
     assert_eq!(e.code, "nrl::config::rule");
-    assert!(e.message.contains("`infra.dev.command` must not be empty"), "{}", e.message);
+    assert!(
+        e.message.contains("`infra.dev.command` must not be empty"),
+        "{}",
+        e.message
+    );
     assert_eq!(e.location().as_deref(), Some("infra.yaml:4:12"));
 
     let e = err(validate(&min_plus("dev:\n  podName: '  '\n")));
-    assert!(e.message.contains("`infra.dev.podName` must not be empty"), "{}", e.message);
+    assert!(
+        e.message.contains("`infra.dev.podName` must not be empty"),
+        "{}",
+        e.message
+    );
 
     let e = err(validate(&min_plus("dev:\n  labels: {version: 1}\n")));
     assert_eq!(e.code, "nrl::config::type");
 
-    let e = err(validate(&min_plus("dev:\n  resources: {requests: {cpu: true}}\n")));
+    let e = err(validate(&min_plus(
+        "dev:\n  resources: {requests: {cpu: true}}\n",
+    )));
     assert_eq!(e.code, "nrl::config::type");
 
     let e = err(validate(&min_plus("dev:\n  resources: {limits: null}\n")));
@@ -127,7 +149,7 @@ fn mistakes_are_reported_with_fixes() {
 fn bundle_dump_omits_the_section_unless_set() {
     let plain = ok(validate(&min_plus(""))).to_node();
     assert!(plain.get("dev").is_none());
-    let last = plain.as_map().and_then(|m| m.keys().last().cloned());
+    let last = plain.as_map().and_then(|m| m.keys().next_back().cloned());
     assert_eq!(last.as_deref(), Some("annotations"));
 
     let set = ok(validate(&min_plus("dev: {pvcName: ws}\n"))).to_node();

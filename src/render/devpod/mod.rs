@@ -59,7 +59,10 @@ pub fn dev_pod(infra: &InfraConfig, user: &str) -> Result<Node> {
     let defaults = DevSpec::default();
     let dev = infra.dev.as_ref().unwrap_or(&defaults);
     let src = &infra.source;
-    let at = |field: &str| src.get_path(&format!("dev.{field}")).and_then(Node::best_span);
+    let at = |field: &str| {
+        src.get_path(&format!("dev.{field}"))
+            .and_then(Node::best_span)
+    };
 
     let name = match &dev.pod_name {
         Some(n) => str_at(n, at("podName")),
@@ -96,7 +99,10 @@ pub fn dev_pod(infra: &InfraConfig, user: &str) -> Result<Node> {
         pod.push(("imagePullSecrets", pull_secrets(secrets, secrets_src)));
     }
     if !dev.avoid_node_labels.is_empty() {
-        pod.push(("affinity", avoid_nodes(dev, src.get_path("dev.avoidNodeLabels"))));
+        pod.push((
+            "affinity",
+            avoid_nodes(dev, src.get_path("dev.avoidNodeLabels")),
+        ));
     }
     pod.push(("containers", Node::list(vec![container(infra, dev, user)])));
     pod.push((
@@ -129,17 +135,17 @@ impl StrMapOne {
 
 fn container(infra: &InfraConfig, dev: &DevSpec, user: &str) -> Node {
     let src = &infra.source;
-    let at = |field: &str| src.get_path(&format!("dev.{field}")).and_then(Node::best_span);
+    let at = |field: &str| {
+        src.get_path(&format!("dev.{field}"))
+            .and_then(Node::best_span)
+    };
     let image = match &dev.image {
         Some(i) => str_at(i, at("image")),
         None => str_at(&infra.image, src.get("image").and_then(|n| n.span)),
     };
     let working_dir = match &dev.working_dir {
         Some(w) => str_at(w, at("workingDir")),
-        None => Node::str(format!(
-            "{}/{user}",
-            dev.mount_path.trim_end_matches('/')
-        )),
+        None => Node::str(format!("{}/{user}", dev.mount_path.trim_end_matches('/'))),
     };
     let command = match &dev.command {
         Some(c) => spanned_list(c, src.get_path("dev.command")),
@@ -195,7 +201,10 @@ fn resources(dev: &DevSpec, source: Option<&Node>) -> Node {
             continue;
         }
         let layer = StrLayer::new(entries, source.and_then(|s| s.get(key)));
-        out.insert(key.to_string(), Node::from_map(merge_str_layers(None, &[layer])));
+        out.insert(
+            key.to_string(),
+            Node::from_map(merge_str_layers(None, &[layer])),
+        );
     }
     Node::from_map(out)
 }

@@ -86,7 +86,8 @@ fn defaults_follow_the_reference_pod() {
         c["volumeMounts"],
         json!([{"name": "workspace", "mountPath": "/mnt/rl-workspace"}])
     );
-    let expected: Vec<serde_json::Value> = keep_alive_command().into_iter().map(Into::into).collect();
+    let expected: Vec<serde_json::Value> =
+        keep_alive_command().into_iter().map(Into::into).collect();
     assert_eq!(c["command"], json!(expected));
 }
 
@@ -96,7 +97,10 @@ fn keep_alive_command_downloads_nothing_and_traps_sigterm() {
     assert_eq!(&cmd[..2], ["sh", "-c"]);
     let script = &cmd[2];
     for word in ["curl", "wget", "http", "apt", "pip", "install"] {
-        assert!(!script.contains(word), "start-up script mentions {word}:\n{script}");
+        assert!(
+            !script.contains(word),
+            "start-up script mentions {word}:\n{script}"
+        );
     }
     assert!(script.starts_with("trap 'exit 0' TERM INT\n"), "{script}");
     assert!(script.ends_with("sleep infinity &\nwait"), "{script}");
@@ -155,9 +159,8 @@ fn working_dir_is_configurable() {
 #[test]
 fn avoided_node_labels_become_does_not_exist_terms_or_nothing() {
     let p = pod("dev:\n  avoidNodeLabels: [nvidia.com/gpu.product, example.com/reserved]\n");
-    let exprs = &p["spec"]["affinity"]["nodeAffinity"]
-        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-        ["matchExpressions"];
+    let exprs = &p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchExpressions"];
     assert_eq!(
         *exprs,
         json!([
@@ -179,7 +182,9 @@ fn resources_overlay_the_defaults_and_null_removes() {
         json!({"requests": {"cpu": "2", "memory": "256Mi", "ephemeral-storage": "10Gi"},
                "limits": {"memory": "0.5"}})
     );
-    let p = pod("dev:\n  resources:\n    requests: {cpu: null, memory: null}\n    limits: {cpu: null, memory: null}\n");
+    let p = pod(
+        "dev:\n  resources:\n    requests: {cpu: null, memory: null}\n    limits: {cpu: null, memory: null}\n",
+    );
     assert!(container(&p).get("resources").is_none(), "{p}");
 }
 
@@ -267,7 +272,8 @@ fn invalid_values_are_reported_at_the_infra_line() {
         "{at:?}"
     );
     assert!(
-        at.iter().any(|(c, l)| c == "nrl::render::name" && l.starts_with("dev.infra.yaml:6:")),
+        at.iter()
+            .any(|(c, l)| c == "nrl::render::name" && l.starts_with("dev.infra.yaml:6:")),
         "{at:?}"
     );
 }
