@@ -8,8 +8,10 @@
 //! - Every field-level problem is reported, in one [`Diag`] whose `related` holds the rest;
 //!   a model's cross-field rules run only when its fields are valid, first failure wins.
 //!
-//! nrl departs from the reference in one place: OmegaConf's `???` marker left in a typed
-//! field is reported as a missing mandatory value instead of being accepted as text.
+//! nrl departs from the reference in two places: OmegaConf's `???` marker left in a typed
+//! field is reported as a missing mandatory value instead of being accepted as text; and
+//! an optional `dev:` section configures the dev pod (see [`DevSpec`]), absent from
+//! `to_node` unless the config sets it.
 
 mod check;
 mod convert;
