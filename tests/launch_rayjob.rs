@@ -33,7 +33,7 @@ kuberay:
             - name: ray-head
 ";
 
-/// Write a recipe and `infra` (with `edit` applied to its text) and load them.
+/// Write a recipe and the infra text next to it, and load the pair.
 fn load_pair(dir: &Path, infra: &str) -> LoadedConfig {
     std::fs::write(dir.join("recipe.yaml"), "policy:\n  lr: 0.1\n").expect("recipe");
     std::fs::write(dir.join("job.infra.yaml"), infra).expect("infra");

@@ -9,6 +9,8 @@
 //! Failed whenever that did not work. nrl's only writes the SSH key and rclone config the
 //! user's secret carries (if any) and then waits, exiting promptly on SIGTERM.
 
+use indexmap::IndexMap;
+
 use crate::config::node::{Map, Node};
 use crate::config::schema::{DevSpec, InfraConfig};
 use crate::diag::{Diag, Result};
@@ -68,10 +70,10 @@ pub fn dev_pod(infra: &InfraConfig, user: &str) -> Result<Node> {
         Some(n) => str_at(n, at("podName")),
         None => Node::str(default_pod_name(user)),
     };
-    let owner = StrMapOne::new(&dev.owner_label, user);
+    let owner = IndexMap::from([(dev.owner_label.clone(), user.to_string())]);
     let labels = labels_with_managed_by(&[
         StrLayer::new(&infra.labels, src.get("labels")),
-        StrLayer::new(&owner.0, None),
+        StrLayer::new(&owner, None),
         StrLayer::new(&dev.labels, src.get_path("dev.labels")),
     ]);
     let mut meta = vec![
@@ -122,15 +124,6 @@ pub fn dev_pod(infra: &InfraConfig, user: &str) -> Result<Node> {
         ("metadata", map_of(meta)),
         ("spec", map_of(pod)),
     ]))
-}
-
-/// One-entry string map (the owner label), kept alive for a [`StrLayer`].
-struct StrMapOne(indexmap::IndexMap<String, String>);
-
-impl StrMapOne {
-    fn new(k: &str, v: &str) -> Self {
-        StrMapOne(indexmap::IndexMap::from([(k.to_string(), v.to_string())]))
-    }
 }
 
 fn container(infra: &InfraConfig, dev: &DevSpec, user: &str) -> Node {
