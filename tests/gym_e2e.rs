@@ -242,8 +242,9 @@ async fn submit_applies_in_order_and_records() {
             .all(|a| a.uid.is_some() && a.error.is_none())
     );
     let r = &started.record;
-    assert_eq!((r.kind.as_str(), r.namespace.as_str()), ("gym", "evals"));
-    assert_eq!(r.context.as_deref(), Some("fake"));
+    assert_eq!(r.run.kind, nrl::launch::records::RunKind::Gym);
+    assert_eq!(r.run.namespace.as_deref(), Some("evals"));
+    assert_eq!(r.run.context.as_deref(), Some("fake"));
     assert!(r.gym.base_run_dir.ends_with("gym-lib-ok"));
     let saved = nrl::gym::record::GymRecord::load(env.as_ref(), "gym-lib-ok")
         .unwrap()
@@ -355,6 +356,15 @@ async fn cancel_one_benchmark() {
     )
     .await
     .unwrap();
+    // Cancel once the pods exist (a pod the Job controller creates mid-deletion is a race
+    // the fake does not model).
+    assert!(
+        fake.wait_until(Duration::from_secs(10), |f| f
+            .pods("evals", "gym-job-id=gym-lib-cancel")
+            .len()
+            == 3)
+            .await
+    );
     let done = nrl::gym::ops::cancel::cancel_run(
         &k8s,
         "evals",

@@ -22,6 +22,7 @@ use crate::gym::state::Phase;
 use crate::gym::table;
 use crate::gym::view::RunView;
 use crate::k8s::{ConnectOptions, K8s};
+use crate::launch::records::RunStatus;
 use crate::render::emit;
 
 use super::job::parse_duration;
@@ -387,11 +388,11 @@ async fn connect_run(t: &RunTarget, env: &dyn Env) -> Result<(K8s, Option<GymRec
     let context = t
         .context
         .clone()
-        .or_else(|| record.as_ref().and_then(|r| r.context.clone()));
+        .or_else(|| record.as_ref().and_then(|r| r.run.context.clone()));
     let namespace = t
         .namespace
         .clone()
-        .or_else(|| record.as_ref().map(|r| r.namespace.clone()));
+        .or_else(|| record.as_ref().and_then(|r| r.run.namespace.clone()));
     let k8s = K8s::connect(&ConnectOptions {
         context,
         namespace,
@@ -509,8 +510,8 @@ async fn cancel(args: CancelArgs, env: Arc<dyn Env>) -> Result<Exit> {
     if let Some(mut r) = record
         && args.benchmark.is_none()
     {
-        r.status = "stopped".into();
-        r.message = Some("cancelled".into());
+        r.run
+            .set_status(RunStatus::Stopped, None, Some("cancelled".into()));
         if let Err(e) = r.save(env.as_ref()) {
             warn(&e.warning());
         }

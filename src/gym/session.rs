@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::config::env::{Env, username};
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::{ConnectOptions, K8s};
+use crate::launch::records::RunStatus;
 
 use super::config::{GymLoadRequest, LoadedGym, load};
 use super::names::{check_run_id, new_run_id, secret_name};
@@ -84,37 +85,30 @@ pub struct Started {
 }
 
 fn record_for(p: &Prepared, k8s: &K8s) -> GymRecord {
-    GymRecord {
-        id: p.plan.run_id.clone(),
-        kind: "gym".into(),
-        created_at: p.meta.submitted_at.clone(),
-        updated_at: None,
-        overrides: p.overrides.clone(),
-        context: Some(k8s.context.clone()),
-        namespace: p.plan.namespace.clone(),
+    let gym = GymPart {
+        config: p.config.display().to_string(),
+        base_run_dir: p.plan.base_run_dir.clone(),
         submitted_by: Some(p.meta.submitted_by.clone()),
-        status: "running".into(),
-        message: None,
-        gym: GymPart {
-            config: p.config.display().to_string(),
-            base_run_dir: p.plan.base_run_dir.clone(),
-            secret: p.plan.secret.as_ref().map(|_| secret_name(&p.plan.run_id)),
-            benchmarks: p
-                .plan
-                .jobs
-                .iter()
-                .map(|j| RecordBenchmark {
-                    benchmark: j.benchmark.clone(),
-                    job: j.name.clone(),
-                    run_dir: j.run_dir.clone(),
-                    error: None,
-                    phase: None,
-                    detail: None,
-                })
-                .collect(),
-        },
-        extra: Default::default(),
-    }
+        secret: p.plan.secret.as_ref().map(|_| secret_name(&p.plan.run_id)),
+        benchmarks: p
+            .plan
+            .jobs
+            .iter()
+            .map(|j| RecordBenchmark {
+                benchmark: j.benchmark.clone(),
+                job: j.name.clone(),
+                run_dir: j.run_dir.clone(),
+                error: None,
+                phase: None,
+                detail: None,
+            })
+            .collect(),
+    };
+    let mut rec = GymRecord::new(&p.plan.run_id, gym);
+    rec.run.overrides = p.overrides.clone();
+    rec.run.context = Some(k8s.context.clone());
+    rec.run.namespace = Some(p.plan.namespace.clone());
+    rec
 }
 
 /// Save the record, warning (not failing) when the cache is not writable: the Jobs are
@@ -139,8 +133,9 @@ pub async fn start(
     let applied = match apply_run(k8s, &p.plan, settings, on_applied).await {
         Ok(a) => a,
         Err(e) => {
-            record.status = "failed".into();
-            record.message = Some(e.message.clone());
+            record
+                .run
+                .set_status(RunStatus::Failed, None, Some(e.message.clone()));
             save_record(&record, env, warn);
             return Err(e);
         }
@@ -157,7 +152,6 @@ pub async fn start(
             b.error = Some(err.clone());
         }
     }
-    record.updated_at = Some(now_seconds());
     save_record(&record, env, warn);
     Ok(Started {
         record,
@@ -182,15 +176,15 @@ pub fn update_record(record: &mut GymRecord, view: &RunView) {
         b.detail = (!r.detail.is_empty()).then(|| r.detail.clone());
     }
     if view.all_terminal() {
-        record.status = if view.any_failed() {
-            "failed"
+        let status = if view.any_failed() {
+            RunStatus::Failed
         } else {
-            "succeeded"
-        }
-        .into();
-        record.message = Some(summary(view.rows()));
+            RunStatus::Succeeded
+        };
+        record
+            .run
+            .set_status(status, None, Some(summary(view.rows())));
     }
-    record.updated_at = Some(now_seconds());
 }
 
 /// Watch until every benchmark finished, explain failures from their pods, record it.
@@ -201,8 +195,8 @@ pub async fn follow(
     on_change: impl FnMut(&RunView),
     warn: &mut dyn FnMut(Diag),
 ) -> Result<Exit> {
-    let ns = started.record.namespace.clone();
-    let id = started.record.id.clone();
+    let ns = started.record.run.namespace.clone().unwrap_or_default();
+    let id = started.record.run.id.clone();
     watch_run(k8s, &ns, &id, &mut started.view, on_change).await?;
     if let Err(e) = explain_from_pods(k8s, &ns, &id, &mut started.view).await {
         warn(e.warning());

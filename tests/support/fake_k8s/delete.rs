@@ -284,6 +284,7 @@ impl State {
             store
                 .deletion_due
                 .insert(uid.clone(), Instant::now() + delay);
+            let name = key.name.clone();
             let stored = store.put(rt, key, obj);
             if foreground {
                 for (drt, dkey) in dependents(store, &uid) {
@@ -302,6 +303,11 @@ impl State {
                         self.deletion_delay(drt, None),
                         None,
                     );
+                }
+                // Released dependents no longer hold it: it may be free to go now.
+                try_finish_locked(self, store, &uid);
+                if find_by_uid(store, &uid).is_none() {
+                    return DeleteOutcome::Gone(success_status(rt, &name, &uid));
                 }
             }
             return DeleteOutcome::Pending(stored);
