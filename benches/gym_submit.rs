@@ -17,7 +17,15 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use support::fake_k8s::{FakeK8s, JobScript};
 
-const BENCHMARKS: usize = 500;
+/// 500 under `cargo bench`; a 20-benchmark smoke run when `cargo test --all-targets`
+/// runs this file in criterion's test mode.
+fn benchmarks() -> usize {
+    if std::env::args().any(|a| a == "--bench") {
+        500
+    } else {
+        20
+    }
+}
 
 fn config(dir: &Path) -> std::path::PathBuf {
     let mut text = String::from(
@@ -36,7 +44,7 @@ driver:
   benchmarks:
 ",
     );
-    for i in 0..BENCHMARKS {
+    for i in 0..benchmarks() {
         text.push_str(&format!(
             "    bench{i:03}: {{run: {{split: test, shard: {i}}}}}\n"
         ));
@@ -111,7 +119,8 @@ fn bench(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(1));
     group.measurement_time(Duration::from_secs(60));
     let mut n = 0;
-    group.bench_function("submit 500 benchmarks, watched to completion", |b| {
+    let name = format!("submit {} benchmarks, watched to completion", benchmarks());
+    group.bench_function(&name, |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -154,8 +163,9 @@ fn main() {
         .filter(|j| j.pointer("/status/succeeded").and_then(|v| v.as_i64()) == Some(1))
         .count();
     eprintln!(
-        "{BENCHMARKS} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (nrl CPU {:.2?}), peak RSS {:.1} MiB, \
+        "{} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (nrl CPU {:.2?}), peak RSS {:.1} MiB, \
          {job_watches} watch(es) on Jobs ({watches} in all), {applies} applies, {lists} lists, {} requests",
+        benchmarks(),
         u.exit,
         u.wall,
         u.cpu,

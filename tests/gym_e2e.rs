@@ -393,3 +393,90 @@ async fn cancel_one_benchmark() {
             .is_some()
     );
 }
+
+// Following: `logs -f` waits for the pod and ends with it; `status` works without the
+// local record (another machine) given the namespace; Ctrl-C detaches with 130.
+#[test]
+fn follow_status_elsewhere_and_detach() {
+    let fake = FakeK8s::builder().namespace("evals").start();
+    fake.set_job_script(
+        "*",
+        JobScript::succeeds()
+            .running_for(Duration::from_millis(1500))
+            .log("driver", "step 1"),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let run = "gym-e2e-follow";
+    let out = nrl(&fake, home.path())
+        .args(["gym", "submit", CONFIG, "--run-id", run, "--no-wait"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{run}\n"));
+
+    let out = nrl(&fake, home.path())
+        .args(["gym", "logs", run, "gpqa", "-f"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "step 1\n");
+
+    // No record on this "machine": the Jobs are found by label in the given namespace.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = nrl(&fake, elsewhere.path())
+        .args(["gym", "status", run, "-n", "evals"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for b in ["gpqa", "math", "tau2"] {
+        assert!(row(&stdout, b).contains("gym-gym-e2e-follow-"), "{stdout}");
+    }
+    let out = nrl(&fake, elsewhere.path())
+        .args(["gym", "status", "gym-nothing", "-n", "evals"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no Jobs of run `gym-nothing`"));
+
+    // Ctrl-C while watching: detach, the run keeps going.
+    fake.set_job_script(
+        "*",
+        JobScript::succeeds().running_for(Duration::from_secs(60)),
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_nrl"))
+        .current_dir(common::repo())
+        .args(["gym", "submit", CONFIG, "--run-id", "gym-e2e-detach"])
+        .envs(fake.env())
+        .env("HOME", home.path())
+        .env("HF_TOKEN", TOKEN)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(fake.wait_until_blocking(Duration::from_secs(20), |f| {
+        f.requests(|r| r.watch && r.base_resource() == Some("jobs"))
+            .len()
+            == 1
+    }));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("detached") && stderr.contains("nrl gym status gym-e2e-detach"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fake.list(
+            "batch/v1",
+            "Job",
+            Some("evals"),
+            "gym-job-id=gym-e2e-detach"
+        )
+        .len(),
+        3
+    );
+}
