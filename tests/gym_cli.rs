@@ -157,3 +157,14 @@ fn every_command_has_examples() {
         assert!(text(&out.stdout).contains("nrl gym"), "{sub}");
     }
 }
+
+#[test]
+fn the_example_config_renders() {
+    let out = nrl()
+        .args(["gym", "render", "examples/gym/gpqa.yaml"])
+        .env("HF_TOKEN", "x")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(common::parse_stream(&text(&out.stdout)).len(), 1);
+}
