@@ -148,9 +148,7 @@ pub fn plan(cfg: &SubmitConfig, meta: &RunMeta) -> Result<RunPlan> {
                 format!("benchmarks `{other}` and `{bench}` would both be Job `{name}`"),
             )
             .label(
-                cfg.source
-                    .get_path(&format!("driver.benchmarks.{bench}"))
-                    .and_then(|n| n.key_span),
+                cfg.key_span_of(&["driver", "benchmarks", bench]),
                 "same Job name",
             )
             .help("rename one of them"));
@@ -197,7 +195,7 @@ pub fn plan(cfg: &SubmitConfig, meta: &RunMeta) -> Result<RunPlan> {
                     script.len() / 1024
                 ),
             )
-            .label(cfg.source.get_path(&format!("driver.benchmarks.{bench}")).and_then(|n| n.key_span), "this benchmark")
+            .label(cfg.key_span_of(&["driver", "benchmarks", bench]), "this benchmark")
             .help("shorten its `command`, `run` or `prepare`; ship large inputs on the PVC and pass their paths"));
         }
         let env = driver_env(cfg, &b.run, &run_dir, b.command.is_some());

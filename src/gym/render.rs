@@ -113,16 +113,14 @@ pub fn vllm_command(svc: &VllmService) -> Vec<String> {
 
 /// One native sidecar (an init container with `restartPolicy: Always`) per service.
 pub fn sidecar(cfg: &SubmitConfig, name: &str, svc: &VllmService, secret: &str) -> Result<Node> {
-    let at = |field: &str| cfg.span_of(&format!("services.{name}.{field}"));
+    let at = |field: &str| cfg.span_of(&["services", name, field]);
     let gpus = svc.gpus();
     let mut c = vec![
         (
             "name",
             spanned(
                 &dns_label(name),
-                cfg.source
-                    .get_path(&format!("services.{name}"))
-                    .and_then(|n| n.key_span),
+                cfg.node_at(&["services", name]).and_then(|n| n.key_span),
             ),
         ),
         ("image", spanned(&svc.container, at("container"))),
@@ -147,7 +145,7 @@ pub fn sidecar(cfg: &SubmitConfig, name: &str, svc: &VllmService, secret: &str) 
                     format!("compute.{}.memory_per_gpu: {e}", cfg.compute_name),
                 )
                 .label(
-                    cfg.span_of(&format!("compute.{}.memory_per_gpu", cfg.compute_name)),
+                    cfg.span_of(&["compute", &cfg.compute_name, "memory_per_gpu"]),
                     "memory per GPU",
                 )
             })?;
@@ -186,7 +184,7 @@ pub fn driver_container(cfg: &SubmitConfig, script: String, env: &EnvMap, secret
         ("name", s(DRIVER_CONTAINER)),
         (
             "image",
-            spanned(&cfg.driver.container, cfg.span_of("driver.container")),
+            spanned(&cfg.driver.container, cfg.span_of(&["driver", "container"])),
         ),
         (
             "command",
@@ -198,7 +196,7 @@ pub fn driver_container(cfg: &SubmitConfig, script: String, env: &EnvMap, secret
                 ("name", s(OUTPUT_VOLUME)),
                 (
                     "mountPath",
-                    spanned(&cfg.job.output_path, cfg.span_of("job.output_path")),
+                    spanned(&cfg.job.output_path, cfg.span_of(&["job", "output_path"])),
                 ),
             ])]),
         ),
@@ -225,7 +223,7 @@ pub fn job(
     driver: Node,
 ) -> Result<Node> {
     let k8s = &cfg.compute;
-    let cpath = |f: &str| cfg.span_of(&format!("compute.{}.{f}", cfg.compute_name));
+    let cpath = |f: &str| cfg.span_of(&["compute", &cfg.compute_name, f]);
     let secret = secret_name(run_id);
     let sidecars = cfg
         .services
@@ -260,9 +258,7 @@ pub fn job(
         ),
     ];
     if !k8s.node_selector.is_empty() {
-        let src = cfg
-            .source
-            .get_path(&format!("compute.{}.node_selector", cfg.compute_name));
+        let src = cfg.node_at(&["compute", &cfg.compute_name, "node_selector"]);
         pod.push((
             "nodeSelector",
             Node::from_map(

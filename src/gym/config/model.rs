@@ -28,9 +28,19 @@ pub struct SubmitConfig {
 }
 
 impl SubmitConfig {
-    /// Where the value at a dotted path was written.
-    pub fn span_of(&self, path: &str) -> Option<Span> {
-        self.source.get_path(path).and_then(Node::best_span)
+    /// The source node at a path of keys (keys may contain dots: `tau2.airline`).
+    pub fn node_at(&self, keys: &[&str]) -> Option<&Node> {
+        keys.iter().try_fold(&self.source, |n, k| n.get(k))
+    }
+
+    /// Where the value at a path of keys was written.
+    pub fn span_of(&self, keys: &[&str]) -> Option<Span> {
+        self.node_at(keys).and_then(Node::best_span)
+    }
+
+    /// Where the key of the entry at a path of keys was written (else its value).
+    pub fn key_span_of(&self, keys: &[&str]) -> Option<Span> {
+        self.node_at(keys).and_then(|n| n.key_span.or(n.span))
     }
 
     /// The service named by `driver.policy_model`, when set.

@@ -26,8 +26,9 @@ pub const POLICY_KEYS: [&str; 3] = ["policy_base_url", "policy_model_name", "pol
 /// Check every cross-model rule; inject the policy keys. Warnings are appended to `warnings`.
 pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag>) {
     let src = cfg.source.clone();
-    let span = |path: &str| src.get_path(path).and_then(Node::best_span);
-    let key_span = |path: &str| src.get_path(path).and_then(|n| n.key_span.or(n.span));
+    let node = |keys: &[&str]| keys.iter().try_fold(&src, |n, k| n.get(k));
+    let span = |keys: &[&str]| node(keys).and_then(Node::best_span);
+    let key_span = |keys: &[&str]| node(keys).and_then(|n| n.key_span.or(n.span));
 
     // Benchmark names become Job names and label values.
     let mut bad = Vec::new();
@@ -39,7 +40,7 @@ pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag
                     CODE_BENCH_NAME,
                     format!("Invalid benchmark name `{name}`: benchmark names must match ^[a-z0-9][a-z0-9._-]*$ to become part of a Kubernetes Job name"),
                 )
-                .label(key_span(&format!("driver.benchmarks.{name}")), "invalid benchmark name")
+                .label(key_span(&["driver", "benchmarks", name]), "invalid benchmark name")
                 .help(format!("rename it, e.g. `{}`", suggested_name(name))),
             );
         }
@@ -58,17 +59,17 @@ pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag
                 format!("benchmarks `{a}` and `{b}` would share the Job name and label `{l}`"),
             )
             .label(
-                key_span(&format!("driver.benchmarks.{b}")),
+                key_span(&["driver", "benchmarks", b]),
                 "same Kubernetes name as another benchmark",
             )
-            .label(key_span(&format!("driver.benchmarks.{a}")), "this one")
+            .label(key_span(&["driver", "benchmarks", a]), "this one")
             .help("rename one of them; `.`, `_` and upper case all become `-` in Kubernetes names")
         },
     );
 
     if cfg.otel.enabled {
-        let at = span("otel.enabled")
-            .or_else(|| key_span("otel"))
+        let at = span(&["otel", "enabled"])
+            .or_else(|| key_span(&["otel"]))
             .or(src.span);
         cx.report(
             Diag::new(CODE_OTEL, "otel is enabled (the default), but nrl gym does not run an OpenTelemetry collector on Kubernetes")
@@ -89,7 +90,7 @@ pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag
                 (b, format!("service `{a}`"))
             };
             Diag::new(CODE_COLLISION, format!("service `{svc}` would be a container named `{l}`, like {other}"))
-                .label(key_span(&format!("services.{svc}")), "duplicate container name")
+                .label(key_span(&["services", svc]), "duplicate container name")
                 .help("rename the service; container names are the service names lower-cased with `.` and `_` as `-`, and `driver` is reserved")
         },
     );
@@ -100,10 +101,7 @@ pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag
                     CODE_COLLISION,
                     format!("service `{name}` has no letters or digits to name its container"),
                 )
-                .label(
-                    key_span(&format!("services.{name}")),
-                    "empty container name",
-                )
+                .label(key_span(&["services", name]), "empty container name")
                 .help("rename the service, e.g. `policy`"),
             );
         }
@@ -114,8 +112,8 @@ pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag
         |n| cfg.services[n].port.to_string(),
         |a, b, p| {
             Diag::new(CODE_COLLISION, format!("services `{a}` and `{b}` both listen on port {p}, but sidecars share the pod's network"))
-                .label(span(&format!("services.{b}.port")).or_else(|| key_span(&format!("services.{b}"))), format!("port {p} again"))
-                .label(span(&format!("services.{a}.port")).or_else(|| key_span(&format!("services.{a}"))), "first here")
+                .label(span(&["services", b, "port"]).or_else(|| key_span(&["services", b])), format!("port {p} again"))
+                .label(span(&["services", a, "port"]).or_else(|| key_span(&["services", a])), "first here")
                 .help(format!("give `{b}` its own `port:`, e.g. `port: {}`", p.parse::<i64>().unwrap_or(8000) + 1))
         },
     );
@@ -125,8 +123,8 @@ pub(super) fn check(cx: &mut Cx, cfg: &mut SubmitConfig, warnings: &mut Vec<Diag
         if let Some(w) = startup_budget(
             name,
             svc,
-            span(&format!("services.{name}.health_check.timeout_seconds"))
-                .or_else(|| key_span(&format!("services.{name}"))),
+            span(&["services", name, "health_check", "timeout_seconds"])
+                .or_else(|| key_span(&["services", name])),
         ) {
             warnings.push(w);
         }
@@ -188,7 +186,7 @@ fn gpus(cx: &mut Cx, cfg: &SubmitConfig, warnings: &mut Vec<Diag>) {
         return;
     };
     let compute = &cfg.compute_name;
-    let gpn_span = cfg.span_of(&format!("compute.{compute}.gpus_per_node"));
+    let gpn_span = cfg.span_of(&["compute", compute, "gpus_per_node"]);
     let mut total: i64 = 0;
     let mut parts = Vec::new();
     for (name, svc) in &cfg.services {
@@ -204,7 +202,7 @@ fn gpus(cx: &mut Cx, cfg: &SubmitConfig, warnings: &mut Vec<Diag>) {
                         svc.tensor_parallel_size, svc.pipeline_parallel_size, svc.number_of_instances
                     ),
                 )
-                .label(cfg.span_of(&format!("services.{name}.tensor_parallel_size")).or_else(|| cfg.span_of(&format!("services.{name}"))), format!("{need} GPUs"))
+                .label(cfg.span_of(&["services", name, "tensor_parallel_size"]).or_else(|| cfg.key_span_of(&["services", name])), format!("{need} GPUs"))
                 .label(gpn_span, format!("{available} per node"))
                 .help("reduce number_of_instances/tensor_parallel_size/pipeline_parallel_size, or use nodes with more GPUs"),
             );
@@ -315,7 +313,7 @@ fn policy(cx: &mut Cx, cfg: &mut SubmitConfig) {
                     names.join(", ")
                 ),
             )
-            .label(cfg.span_of("driver.policy_model"), "unknown service")
+            .label(cfg.span_of(&["driver", "policy_model"]), "unknown service")
             .help(help),
         );
         return;
@@ -325,6 +323,7 @@ fn policy(cx: &mut Cx, cfg: &mut SubmitConfig) {
         svc.client_model_name().to_string(),
         "dummy".to_string(),
     ];
+    let policy_span = cfg.span_of(&["driver", "policy_model"]);
     for (bench, b) in cfg.driver.benchmarks.iter_mut() {
         let Some(run) = b.run.as_map_mut() else {
             continue;
@@ -341,7 +340,7 @@ fn policy(cx: &mut Cx, cfg: &mut SubmitConfig) {
                     format!("Benchmark '{bench}' run config already sets {} but driver.policy_model is also set. Remove one.", conflicts.join(", ")),
                 )
                 .label(run.get(*first).and_then(|n| n.key_span.or(n.span)), "set here")
-                .label(cfg.source.get_path("driver.policy_model").and_then(Node::best_span), "and injected from here")
+                .label(policy_span, "and injected from here")
                 .help("drop the key from `run:`, or drop `driver.policy_model`"),
             );
             continue;

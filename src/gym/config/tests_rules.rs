@@ -31,6 +31,9 @@ fn benchmark_label_collisions() {
         "{}",
         e.message
     );
+    // Dotted names are keys, not paths: both entries are labelled.
+    let labelled: Vec<String> = e.labels.iter().map(|l| l.span.text()).collect();
+    assert_eq!(labelled, ["x_y", "x.y"]);
 }
 
 // §7 #6
