@@ -228,19 +228,8 @@ pub async fn stream_logs(
     let mut tasks = Vec::new();
     for (bench, pod) in pods {
         let container = pick_container(&pod, req.container.as_deref())?;
-        let pod = if started(&pod, &container) {
-            pod
-        } else if req.follow {
-            let sel = benchmark_selector(&req.run_id, &bench);
-            wait_started(
-                k8s,
-                ns,
-                &sel,
-                Some(&container),
-                req.start_timeout.unwrap_or(Duration::from_secs(3600)),
-            )
-            .await?
-        } else {
+        let ready = started(&pod, &container);
+        if !ready && !req.follow {
             return Err(Diag::new(
                 CODE_NO_POD,
                 format!(
@@ -249,12 +238,19 @@ pub async fn stream_logs(
                 ),
             )
             .help("wait for it with `-f`, or check `nrl gym status RUN`"));
-        };
+        }
         let (k8s, ns, tx) = (k8s.clone(), ns.to_string(), tx.clone());
-        let pod_name = name(&pod).to_string();
-        let o = opts(container);
+        let selector = benchmark_selector(&req.run_id, &bench);
+        let start_timeout = req.start_timeout.unwrap_or(Duration::from_secs(3600));
+        let o = opts(container.clone());
+        // Each benchmark waits for its own container, so one slow pod holds no other back.
         tasks.push(tokio::spawn(async move {
-            k8s.stream_pod_logs(&ns, &pod_name, &o, |line| {
+            let pod = if ready {
+                pod
+            } else {
+                wait_started(&k8s, &ns, &selector, Some(&container), start_timeout).await?
+            };
+            k8s.stream_pod_logs(&ns, name(&pod), &o, |line| {
                 if tx.send((bench.clone(), line.to_string())).is_err() {
                     return std::ops::ControlFlow::Break(());
                 }
