@@ -425,3 +425,22 @@ fn prepare_arguments_survive_bash() {
         Some(format!("<eval><run><+output_jsonl_fpath=tmp/jobs/{RUN_ID}/bench_a/artifacts/rollouts.jsonl><+n=1>").as_str())
     );
 }
+
+// ref §5.3 / §2.6: a command benchmark keeps driver.env; NEMO_GYM_* win on a clash.
+#[test]
+fn command_env_merges_over_driver_env() {
+    let job = job_json(&[
+        "driver.env={A: 'lit:x', NEMO_GYM_BENCH_DIR: 'lit:/elsewhere'}",
+        "driver.benchmarks.bench_a.command=./run.sh",
+    ]);
+    let env = &driver(&job)["env"];
+    assert_eq!(env[0], json!({"name": "A", "value": "x"}));
+    assert_eq!(
+        env[1],
+        json!({"name": "NEMO_GYM_BENCH_DIR", "value": format!("tmp/jobs/{RUN_ID}/bench_a")})
+    );
+    assert_eq!(env.as_array().unwrap().len(), 2);
+    // A `run` benchmark gets driver.env only.
+    let job = job_json(&["driver.env={A: 'lit:x'}"]);
+    assert_eq!(driver(&job)["env"], json!([{"name": "A", "value": "x"}]));
+}
