@@ -16,7 +16,13 @@ pub struct ConnectOptions {
     pub namespace: Option<String>,
     /// Explicit kubeconfig file (default: `KUBECONFIG`, then `~/.kube/config`, then in-cluster).
     pub kubeconfig: Option<std::path::PathBuf>,
+    /// Deadline of one API call, retries included (default [`DEFAULT_REQUEST_TIMEOUT`]).
+    /// Waits and streams have their own deadlines.
+    pub request_timeout: Option<Duration>,
 }
+
+/// Deadline of one API call when none is configured.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connected client plus where it points.
 #[derive(Clone)]
@@ -26,6 +32,11 @@ pub struct K8s {
     /// The context name, or `in-cluster`.
     pub context: String,
     pub server: String,
+    /// Deadline of one API call, retries included.
+    pub request_timeout: Duration,
+    /// Connected through the in-cluster service account: cluster DNS names resolve, so
+    /// Services can be reached directly instead of through a port-forward.
+    pub in_cluster: bool,
 }
 
 impl std::fmt::Debug for K8s {
@@ -34,6 +45,7 @@ impl std::fmt::Debug for K8s {
             .field("context", &self.context)
             .field("namespace", &self.namespace)
             .field("server", &self.server)
+            .field("in_cluster", &self.in_cluster)
             .finish()
     }
 }
@@ -46,36 +58,44 @@ impl K8s {
             cluster: None,
             user: None,
         };
-        let (mut config, context) = match &opts.kubeconfig {
-            Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| {
-                    Diag::new(
-                        "nrl::k8s::kubeconfig",
-                        format!("cannot read kubeconfig {}: {e}", path.display()),
-                    )
-                })?;
-                let ctx = opts.context.clone().or(kc.current_context.clone());
+        let kubeconfig = match &opts.kubeconfig {
+            Some(path) => Some(Kubeconfig::read_from(path).map_err(|e| {
+                Diag::api(
+                    "nrl::k8s::kubeconfig",
+                    format!("cannot read kubeconfig {}: {e}", path.display()),
+                )
+            })?),
+            // `KUBECONFIG` (several files are merged) or `~/.kube/config`.
+            None => Kubeconfig::read().ok(),
+        };
+        let (mut config, context) = match kubeconfig {
+            Some(kc) => {
+                let ctx = opts
+                    .context
+                    .clone()
+                    .or(kc.current_context.clone())
+                    .unwrap_or_default();
                 let cfg = kube::Config::from_custom_kubeconfig(kc, &kopts)
                     .await
                     .map_err(kubeconfig_error)?;
-                (cfg, ctx.unwrap_or_default())
+                (cfg, ctx)
             }
             None if opts.context.is_some() => {
-                let cfg = kube::Config::from_kubeconfig(&kopts)
-                    .await
-                    .map_err(kubeconfig_error)?;
-                (cfg, opts.context.clone().unwrap_or_default())
+                return Err(Diag::api(
+                    "nrl::k8s::kubeconfig",
+                    "no kubeconfig found, so `--context` cannot be used",
+                )
+                .help("set KUBECONFIG or pass --kubeconfig FILE"));
             }
             None => {
-                let ctx = Kubeconfig::read().ok().and_then(|k| k.current_context);
-                let cfg = kube::Config::infer().await.map_err(|e| {
+                let cfg = kube::Config::incluster().map_err(|e| {
                     Diag::api(
                         "nrl::k8s::config",
                         format!("no Kubernetes configuration found: {e}"),
                     )
                     .help("set KUBECONFIG or pass --context; inside a pod the service account is used")
                 })?;
-                (cfg, ctx.unwrap_or_else(|| "in-cluster".to_string()))
+                (cfg, "in-cluster".to_string())
             }
         };
         // Our own retry wrapper decides what is safe to retry (idempotent calls only).
@@ -86,6 +106,7 @@ impl K8s {
         }
         let namespace = config.default_namespace.clone();
         let server = config.cluster_url.to_string();
+        let in_cluster = context == "in-cluster";
         let client = kube::Client::try_from(config).map_err(|e| {
             Diag::api(
                 "nrl::k8s::config",
@@ -97,12 +118,22 @@ impl K8s {
             namespace,
             context,
             server,
+            request_timeout: opts.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            in_cluster,
         })
     }
 
     /// "context `x`, namespace `y`" — printed by every mutating command before it acts.
     pub fn banner(&self) -> String {
         format!("context `{}`, namespace `{}`", self.context, self.namespace)
+    }
+
+    /// The same client acting in another namespace.
+    pub fn in_namespace(&self, ns: &str) -> K8s {
+        K8s {
+            namespace: ns.to_string(),
+            ..self.clone()
+        }
     }
 }
 

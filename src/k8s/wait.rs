@@ -14,7 +14,8 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value as Json;
 
 use super::client::K8s;
-use super::errors::{Action, to_diag};
+use super::errors::{Action, human, to_diag};
+use super::objects::Propagation;
 use crate::diag::{Diag, Result};
 
 /// What a check decides after seeing the object's current state.
@@ -26,9 +27,10 @@ pub enum Verdict<T> {
 }
 
 impl K8s {
-    /// Watch `name` until `check` returns `Done`/`Fail` or `timeout` passes. `check` sees
-    /// `None` while the object does not exist. `on_change` is called with every new state
-    /// (for progress lines).
+    /// Watch `name` until `check` returns `Done`/`Fail` or `timeout` passes. `check` is
+    /// called with every state the object goes through (`None` while it does not exist),
+    /// so it can also report progress. `what` completes "waiting for <Kind> <name> to be …"
+    /// in the timeout message.
     pub async fn wait_for<T>(
         &self,
         ar: &ApiResource,
@@ -42,26 +44,25 @@ impl K8s {
         let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut stream = Box::pin(watcher::watcher(api, cfg).default_backoff());
         let mut seen_in_init = false;
+        // Whether the API has answered at all, and the last state seen.
+        let mut answered = false;
         let mut last: Option<Json> = None;
+        let mut last_error: Option<String> = None;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let next = tokio::time::timeout_at(deadline, stream.next()).await;
             let ev = match next {
                 Err(_) => {
-                    let state = last
-                        .as_ref()
-                        .and_then(|o| o.get("status"))
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "no status yet".into());
-                    return Err(Diag::api(
-                        "nrl::k8s::timeout",
-                        format!(
-                            "timed out after {}s waiting for {} {name} to be {what} (last status: {state})",
-                            timeout.as_secs(),
-                            ar.kind
-                        ),
-                    )
-                    .help("raise --timeout, or inspect the object with `nrl status`"));
+                    return Err(wait_timeout(
+                        ar,
+                        ns,
+                        name,
+                        timeout,
+                        what,
+                        answered,
+                        last.as_ref(),
+                        last_error,
+                    ));
                 }
                 Ok(None) => {
                     return Err(Diag::api(
@@ -72,6 +73,7 @@ impl K8s {
                 Ok(Some(ev)) => ev,
             };
             let state: Option<Option<Json>> = match ev {
+                // Emitted before the list request is sent, so not yet an answer.
                 Ok(Event::Init) => {
                     seen_in_init = false;
                     None
@@ -81,30 +83,38 @@ impl K8s {
                     Some(serde_json::to_value(o).ok())
                 }
                 Ok(Event::InitDone) if !seen_in_init => Some(None),
-                Ok(Event::InitDone) => None,
+                Ok(Event::InitDone) => {
+                    answered = true;
+                    None
+                }
                 Ok(Event::Apply(o)) => Some(serde_json::to_value(o).ok()),
                 Ok(Event::Delete(_)) => Some(None),
                 Err(e) => {
-                    if let watcher::Error::InitialListFailed(ke)
-                    | watcher::Error::WatchStartFailed(ke)
-                    | watcher::Error::WatchFailed(ke) = e
-                        && matches!(super::errors::status_code(&ke), Some(401 | 403))
-                    {
-                        return Err(to_diag(
-                            ke,
-                            &Action {
-                                verb: "watch",
-                                resource: &ar.plural,
-                                name: Some(name),
-                                namespace: Some(ns),
-                            },
-                        ));
+                    let (verb, ke) = match e {
+                        watcher::Error::InitialListFailed(ke) => ("list", Some(ke)),
+                        watcher::Error::WatchStartFailed(ke) | watcher::Error::WatchFailed(ke) => {
+                            ("watch", Some(ke))
+                        }
+                        other => {
+                            last_error = Some(other.to_string());
+                            ("watch", None)
+                        }
+                    };
+                    if let Some(ke) = ke {
+                        if matches!(super::errors::status_code(&ke), Some(401 | 403)) {
+                            let action = Action::new(verb, &ar.plural, ns);
+                            return Err(to_diag(ke, &action));
+                        }
+                        last_error = Some(ke.to_string());
                     }
-                    // Anything else is transient; the watcher backs off and resumes.
+                    // Anything else is transient: the watcher backs off, resumes from
+                    // the last resourceVersion, and relists after 410 Gone.
+                    tracing::debug!(error = ?last_error, "watch interrupted; resuming");
                     None
                 }
             };
             if let Some(obj) = state {
+                answered = true;
                 last = obj.clone();
                 match check(obj.as_ref()) {
                     Verdict::Pending => {}
@@ -130,7 +140,8 @@ impl K8s {
         .await
     }
 
-    /// Delete and wait until gone.
+    /// Delete with foreground propagation and wait until the object is gone, which then
+    /// means its dependents (pods) are gone too. Returns whether it existed.
     pub async fn delete_and_wait(
         &self,
         ar: &ApiResource,
@@ -138,12 +149,52 @@ impl K8s {
         name: &str,
         timeout: Duration,
     ) -> Result<bool> {
-        let existed = self.delete(ar, ns, name).await?;
+        let existed = self
+            .delete_with(ar, ns, name, Propagation::Foreground)
+            .await?;
         if existed {
             self.wait_deleted(ar, ns, name, timeout).await?;
         }
         Ok(existed)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn wait_timeout(
+    ar: &ApiResource,
+    ns: &str,
+    name: &str,
+    timeout: Duration,
+    what: &str,
+    answered: bool,
+    last: Option<&Json>,
+    last_error: Option<String>,
+) -> Diag {
+    let head = format!(
+        "timed out after {} waiting for {} {name} in namespace `{ns}` to be {what}",
+        human(timeout),
+        ar.kind
+    );
+    if !answered {
+        let mut d = Diag::api(
+            "nrl::k8s::timeout",
+            format!("{head}: the Kubernetes API never answered the watch"),
+        )
+        .help("the API server may be overloaded or unreachable; check the context (`--context`) and retry");
+        if let Some(e) = last_error {
+            d = d.note(format!("last error: {e}"));
+        }
+        return d;
+    }
+    let state = match last {
+        None => "it does not exist".to_string(),
+        Some(o) => match o.get("status") {
+            Some(s) => format!("last status: {s}"),
+            None => "it has no status yet".to_string(),
+        },
+    };
+    Diag::api("nrl::k8s::timeout", format!("{head} ({state})"))
+        .help("raise --timeout, or inspect it with `nrl status`")
 }
 
 /// Read a string at a JSON pointer.
