@@ -12,6 +12,8 @@ mod dashboard;
 mod faults;
 #[path = "cluster_cli/lifecycle.rs"]
 mod lifecycle;
+#[path = "cluster_cli/orchestrate.rs"]
+mod orchestrate;
 #[path = "cluster_cli/owner.rs"]
 mod owner;
 #[path = "cluster_cli/stub_ray.rs"]

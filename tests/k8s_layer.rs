@@ -3,6 +3,8 @@
 
 mod support;
 
+#[path = "k8s_layer/catalogue.rs"]
+mod catalogue;
 #[path = "k8s_layer/common.rs"]
 mod common;
 #[path = "k8s_layer/connect.rs"]

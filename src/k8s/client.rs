@@ -58,18 +58,41 @@ impl K8s {
             cluster: None,
             user: None,
         };
-        let kubeconfig = match &opts.kubeconfig {
-            Some(path) => Some(Kubeconfig::read_from(path).map_err(|e| {
-                Diag::api(
-                    "nrl::k8s::kubeconfig",
-                    format!("cannot read kubeconfig {}: {e}", path.display()),
-                )
-            })?),
-            // `KUBECONFIG` (several files are merged) or `~/.kube/config`.
-            None => Kubeconfig::read().ok(),
+        let source = choose_source(
+            opts,
+            std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty()),
+            std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+        );
+        let in_cluster_config = match source {
+            Source::InCluster => match kube::Config::incluster() {
+                Ok(cfg) => Some(cfg),
+                // Not really usable (no token file, say): try the kubeconfig instead.
+                Err(e) => {
+                    tracing::debug!(error = %e, "in-cluster configuration unusable");
+                    None
+                }
+            },
+            _ => None,
         };
-        let (mut config, context) = match kubeconfig {
-            Some(kc) => {
+        let (mut config, context) = match in_cluster_config {
+            Some(cfg) => (cfg, "in-cluster".to_string()),
+            None => {
+                let kc = match &opts.kubeconfig {
+                    Some(path) => Kubeconfig::read_from(path).map_err(|e| {
+                        Diag::api(
+                            "nrl::k8s::kubeconfig",
+                            format!("cannot read kubeconfig {}: {e}", path.display()),
+                        )
+                    })?,
+                    // `KUBECONFIG` (several files are merged) or `~/.kube/config`.
+                    None => Kubeconfig::read().map_err(|e| {
+                        Diag::api(
+                            "nrl::k8s::config",
+                            format!("no Kubernetes configuration found: {e}"),
+                        )
+                        .help("set KUBECONFIG, pass --kubeconfig FILE, or run inside a pod with a service account")
+                    })?,
+                };
                 let ctx = opts
                     .context
                     .clone()
@@ -79,23 +102,6 @@ impl K8s {
                     .await
                     .map_err(kubeconfig_error)?;
                 (cfg, ctx)
-            }
-            None if opts.context.is_some() => {
-                return Err(Diag::api(
-                    "nrl::k8s::kubeconfig",
-                    "no kubeconfig found, so `--context` cannot be used",
-                )
-                .help("set KUBECONFIG or pass --kubeconfig FILE"));
-            }
-            None => {
-                let cfg = kube::Config::incluster().map_err(|e| {
-                    Diag::api(
-                        "nrl::k8s::config",
-                        format!("no Kubernetes configuration found: {e}"),
-                    )
-                    .help("set KUBECONFIG or pass --context; inside a pod the service account is used")
-                })?;
-                (cfg, "in-cluster".to_string())
             }
         };
         // Our own retry wrapper decides what is safe to retry (idempotent calls only).
@@ -137,8 +143,61 @@ impl K8s {
     }
 }
 
+/// Where the configuration comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Kubeconfig,
+    InCluster,
+}
+
+/// An explicit kubeconfig (`--kubeconfig`, `--context`, `KUBECONFIG`) wins; otherwise
+/// inside a pod the service account is used (as the reference does), falling back to
+/// `~/.kube/config` when it is not usable.
+fn choose_source(opts: &ConnectOptions, kubeconfig_env: bool, in_pod: bool) -> Source {
+    let explicit = opts.kubeconfig.is_some() || opts.context.is_some() || kubeconfig_env;
+    if in_pod && !explicit {
+        Source::InCluster
+    } else {
+        Source::Kubeconfig
+    }
+}
+
 fn kubeconfig_error(e: kube::config::KubeconfigError) -> Diag {
     Diag::api("nrl::k8s::kubeconfig", format!("kubeconfig problem: {e}")).help(
         "check `--context` names a context in your kubeconfig (`kubectl config get-contexts`)",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uses_incluster_when_available() {
+        // ref-orchestration §10.5 #1: in a pod, with nothing explicit, the service account.
+        assert_eq!(
+            choose_source(&ConnectOptions::default(), false, true),
+            Source::InCluster
+        );
+    }
+
+    #[test]
+    fn falls_back_to_kubeconfig() {
+        // ref-orchestration §10.5 #2: outside a pod (and, at connect time, when the
+        // in-cluster configuration is unusable) the kubeconfig is read.
+        assert_eq!(
+            choose_source(&ConnectOptions::default(), false, false),
+            Source::Kubeconfig
+        );
+        // Explicit choices win over the service account.
+        let ctx = ConnectOptions {
+            context: Some("prod".into()),
+            ..ConnectOptions::default()
+        };
+        assert_eq!(choose_source(&ctx, false, true), Source::Kubeconfig);
+        assert_eq!(
+            choose_source(&ConnectOptions::default(), true, true),
+            Source::Kubeconfig
+        );
+    }
 }

@@ -258,8 +258,9 @@ fn a_changed_field_is_drift_and_up_applies_it() {
         &["cluster", "up"],
         &["--target", "kuberay.training"],
     ));
+    // Someone scaled it by hand: a field nrl applies has another value.
     fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
-        o["spec"]["workerGroupSpecs"][0]["rayStartParams"] = json!({"num-cpus": "3"});
+        o["spec"]["workerGroupSpecs"][0]["replicas"] = json!(3);
     });
     let (out, err) = ok(with_recipe(
         &fake,
@@ -268,7 +269,7 @@ fn a_changed_field_is_drift_and_up_applies_it() {
     ));
     assert_eq!(
         out.trim(),
-        "kuberay.training: RayCluster rc-train updated (spec.workerGroupSpecs[0].rayStartParams.num-cpus)"
+        "kuberay.training: RayCluster rc-train updated (spec.workerGroupSpecs[0].replicas)"
     );
     assert!(err.contains("differs from the rendered manifest"), "{err}");
     let live = fake

@@ -120,10 +120,16 @@ impl StubRay {
                     )
                     .route(
                         "/api/packages/{proto}/{name}",
-                        get(|| async { axum::http::StatusCode::NOT_FOUND }).put(move || {
-                            let _ = &s5;
-                            async { axum::http::StatusCode::OK }
-                        }),
+                        get(|| async { axum::http::StatusCode::NOT_FOUND })
+                            // Read the whole body, as Ray does: a server that answers
+                            // without reading it closes the connection under the client.
+                            .put(move |body: axum::body::Bytes| {
+                                let _ = &s5;
+                                async move {
+                                    let _ = body.len();
+                                    axum::http::StatusCode::OK
+                                }
+                            }),
                     );
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 tx.send(listener.local_addr().unwrap()).unwrap();
