@@ -209,6 +209,17 @@ pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
     };
     match str_at(o, "/status/state") {
         Some("ready") => Verdict::Done(o.clone()),
+        // Suspended clusters have no pods and will not become ready by themselves.
+        Some("suspended") => Verdict::Fail(
+            Diag::api(
+                "nrl::k8s::raycluster_suspended",
+                format!(
+                    "RayCluster {} is suspended",
+                    str_at(o, "/metadata/name").unwrap_or("?")
+                ),
+            )
+            .help("set `spec.suspend: false` on it (or delete it) and run again"),
+        ),
         Some("failed") => Verdict::Fail(
             Diag::api(
                 "nrl::k8s::raycluster_failed",
@@ -249,6 +260,52 @@ pub fn rayjob_terminal_state(s: &str) -> bool {
     matches!(s, "Complete" | "Failed" | "ValidationFailed" | "Suspended")
 }
 
+/// RayJob: done once `status.jobDeploymentStatus` is terminal (`Complete`, `Failed`,
+/// `ValidationFailed`, `Suspended`); the caller maps the outcome (and `jobStatus`) to an
+/// exit code.
+pub fn rayjob_terminal(o: Option<&Json>) -> Verdict<Json> {
+    match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
+        Some(s) if rayjob_terminal_state(s) => Verdict::Done(o.cloned().unwrap_or_default()),
+        _ => Verdict::Pending,
+    }
+}
+
+/// Pod: done when Running; a pod that terminated (Succeeded/Failed) fails the wait with
+/// its container's reason and exit code.
+pub fn pod_running(o: Option<&Json>) -> Verdict<Json> {
+    let Some(o) = o else {
+        return Verdict::Pending;
+    };
+    match str_at(o, "/status/phase") {
+        Some("Running") => Verdict::Done(o.clone()),
+        Some(phase @ ("Succeeded" | "Failed")) => {
+            let term = o.pointer("/status/containerStatuses/0/state/terminated");
+            let detail = term
+                .map(|t| {
+                    format!(
+                        " ({}, exit code {})",
+                        t.get("reason")
+                            .and_then(Json::as_str)
+                            .unwrap_or("terminated"),
+                        t.get("exitCode").and_then(Json::as_i64).unwrap_or(-1)
+                    )
+                })
+                .unwrap_or_default();
+            Verdict::Fail(
+                Diag::api(
+                    "nrl::k8s::pod_terminated",
+                    format!(
+                        "pod {} is {phase}{detail}, not Running",
+                        str_at(o, "/metadata/name").unwrap_or("?")
+                    ),
+                )
+                .help("look at its log (`nrl logs`) or events; delete it to start again"),
+            )
+        }
+        _ => Verdict::Pending,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +320,45 @@ mod tests {
             json!({"metadata": {"name": "rc"}, "status": {"state": "failed", "reason": "boom"}});
         match raycluster_ready(Some(&failed)) {
             Verdict::Fail(d) => assert!(d.message.contains("boom")),
+            _ => panic!("expected failure"),
+        }
+    }
+
+    #[test]
+    fn suspended_clusters_fail_the_wait() {
+        let o = json!({"metadata": {"name": "rc"}, "status": {"state": "suspended"}});
+        match raycluster_ready(Some(&o)) {
+            Verdict::Fail(d) => assert_eq!(d.message, "RayCluster rc is suspended"),
+            _ => panic!("expected failure"),
+        }
+    }
+
+    #[test]
+    fn rayjob_and_pod_verdicts() {
+        for s in ["Complete", "Failed", "ValidationFailed", "Suspended"] {
+            let o = json!({"status": {"jobDeploymentStatus": s}});
+            assert!(matches!(rayjob_terminal(Some(&o)), Verdict::Done(_)), "{s}");
+        }
+        let running = json!({"status": {"jobDeploymentStatus": "Running"}});
+        assert!(matches!(rayjob_terminal(Some(&running)), Verdict::Pending));
+        assert!(matches!(rayjob_terminal(None), Verdict::Pending));
+        let pod = |phase: &str| {
+            json!({"metadata": {"name": "p"}, "status": {"phase": phase,
+            "containerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 2}}}]}})
+        };
+        assert!(matches!(
+            pod_running(Some(&pod("Pending"))),
+            Verdict::Pending
+        ));
+        assert!(matches!(
+            pod_running(Some(&pod("Running"))),
+            Verdict::Done(_)
+        ));
+        match pod_running(Some(&pod("Failed"))) {
+            Verdict::Fail(d) => assert_eq!(
+                d.message,
+                "pod p is Failed (Error, exit code 2), not Running"
+            ),
             _ => panic!("expected failure"),
         }
     }

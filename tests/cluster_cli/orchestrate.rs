@@ -44,18 +44,29 @@ fn opts(wait: bool, on_drift: OnDrift) -> EnsureOptions {
 }
 
 fn rc_applies(fake: &FakeK8s) -> usize {
-    fake.requests(|r| r.is_apply() && !r.is_dry_run() && r.resource.as_deref() == Some("rayclusters"))
-        .len()
+    fake.requests(|r| {
+        r.is_apply() && !r.is_dry_run() && r.resource.as_deref() == Some("rayclusters")
+    })
+    .len()
 }
 
 #[tokio::test]
 async fn bring_up_cluster_applies_and_waits() {
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
-    let out = ensure_cluster(&k8s, &config(&[]), Role::Gym, &opts(true, OnDrift::Apply), &Progress::quiet())
-        .await
-        .unwrap();
-    assert_eq!((out.name.as_str(), &out.action), ("rc-gym", &EnsureAction::Created));
+    let out = ensure_cluster(
+        &k8s,
+        &config(&[]),
+        Role::Gym,
+        &opts(true, OnDrift::Apply),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (out.name.as_str(), &out.action),
+        ("rc-gym", &EnsureAction::Created)
+    );
     assert_eq!(out.ready.unwrap()["status"]["state"], "ready");
     assert_eq!(rc_applies(&fake), 1);
     assert_eq!(fake.requests(|r| r.watch).len(), 1);
@@ -65,9 +76,15 @@ async fn bring_up_cluster_applies_and_waits() {
 async fn bring_up_cluster_no_wait_skips_readiness() {
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
-    let out = ensure_cluster(&k8s, &config(&[]), Role::Training, &opts(false, OnDrift::Apply), &Progress::quiet())
-        .await
-        .unwrap();
+    let out = ensure_cluster(
+        &k8s,
+        &config(&[]),
+        Role::Training,
+        &opts(false, OnDrift::Apply),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     assert!(out.ready.is_none());
     assert_eq!(rc_applies(&fake), 1);
     assert!(fake.requests(|r| r.watch).is_empty());
@@ -85,13 +102,25 @@ async fn ensure_cluster_applies_when_absent_then_reuses_when_live_matches() {
         .await
         .unwrap();
     assert_eq!(first.action, EnsureAction::Created);
-    let second = ensure_cluster(&k8s, &cfg, Role::Training, &opts(true, OnDrift::Recreate), &p)
-        .await
-        .unwrap();
+    let second = ensure_cluster(
+        &k8s,
+        &cfg,
+        Role::Training,
+        &opts(true, OnDrift::Recreate),
+        &p,
+    )
+    .await
+    .unwrap();
     assert_eq!(second.action, EnsureAction::Unchanged);
     assert_eq!(rc_applies(&fake), 1);
     assert!(fake.requests(|r| r.verb == "delete").is_empty());
-    assert!(p.lines().iter().any(|l| l.contains("already exists and matches")), "{:?}", p.lines());
+    assert!(
+        p.lines()
+            .iter()
+            .any(|l| l.contains("already exists and matches")),
+        "{:?}",
+        p.lines()
+    );
 }
 
 #[tokio::test]
@@ -99,9 +128,15 @@ async fn ensure_cluster_warns_on_drift_and_reuses() {
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
     let cfg = config(&[]);
-    ensure_cluster(&k8s, &cfg, Role::Training, &opts(false, OnDrift::Warn), &Progress::quiet())
-        .await
-        .unwrap();
+    ensure_cluster(
+        &k8s,
+        &cfg,
+        Role::Training,
+        &opts(false, OnDrift::Warn),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
         o["spec"]["rayVersion"] = json!("drifted");
     });
@@ -109,11 +144,16 @@ async fn ensure_cluster_warns_on_drift_and_reuses() {
     let out = ensure_cluster(&k8s, &cfg, Role::Training, &opts(false, OnDrift::Warn), &p)
         .await
         .unwrap();
-    assert_eq!(out.action, EnsureAction::DriftIgnored(vec!["spec.rayVersion".into()]));
+    assert_eq!(
+        out.action,
+        EnsureAction::DriftIgnored(vec!["spec.rayVersion".into()])
+    );
     assert_eq!(rc_applies(&fake), 1);
     assert!(fake.requests(|r| r.verb == "delete").is_empty());
     assert!(
-        p.lines().iter().any(|l| l.contains("drifted") && l.contains("reusing")),
+        p.lines()
+            .iter()
+            .any(|l| l.contains("drifted") && l.contains("reusing")),
         "{:?}",
         p.lines()
     );
@@ -124,25 +164,66 @@ async fn ensure_cluster_recreate_deletes_and_reapplies_on_drift() {
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
     let cfg = config(&[]);
-    ensure_cluster(&k8s, &cfg, Role::Generation, &opts(true, OnDrift::Warn), &Progress::quiet())
-        .await
+    ensure_cluster(
+        &k8s,
+        &cfg,
+        Role::Generation,
+        &opts(true, OnDrift::Warn),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
+    let old_uid = fake
+        .field(
+            "ray.io/v1",
+            "RayCluster",
+            "default",
+            "rc-gen",
+            "metadata.uid",
+        )
         .unwrap();
-    let old_uid = fake.field("ray.io/v1", "RayCluster", "default", "rc-gen", "metadata.uid").unwrap();
     fake.edit("ray.io/v1", "RayCluster", "default", "rc-gen", |o| {
         o["spec"]["rayVersion"] = json!("drifted");
     });
-    let out = ensure_cluster(&k8s, &cfg, Role::Generation, &opts(true, OnDrift::Recreate), &Progress::quiet())
-        .await
-        .unwrap();
-    assert_eq!(out.action, EnsureAction::Recreated(vec!["spec.rayVersion".into()]));
-    let deletes = fake.requests(|r| r.verb == "delete" && r.resource.as_deref() == Some("rayclusters"));
+    let out = ensure_cluster(
+        &k8s,
+        &cfg,
+        Role::Generation,
+        &opts(true, OnDrift::Recreate),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.action,
+        EnsureAction::Recreated(vec!["spec.rayVersion".into()])
+    );
+    let deletes =
+        fake.requests(|r| r.verb == "delete" && r.resource.as_deref() == Some("rayclusters"));
     assert_eq!(deletes.len(), 1);
-    assert_eq!(deletes[0].query_param("propagationPolicy"), None, "options travel in the body");
-    let new_uid = fake.field("ray.io/v1", "RayCluster", "default", "rc-gen", "metadata.uid").unwrap();
+    assert_eq!(
+        deletes[0].query_param("propagationPolicy"),
+        None,
+        "options travel in the body"
+    );
+    let new_uid = fake
+        .field(
+            "ray.io/v1",
+            "RayCluster",
+            "default",
+            "rc-gen",
+            "metadata.uid",
+        )
+        .unwrap();
     assert_ne!(old_uid, new_uid);
     // The DRA objects were collected with the old cluster and now belong to the new one.
     let cd = fake
-        .get("resource.nvidia.com/v1beta1", "ComputeDomain", "default", "compute-domain-rc-gen-generation")
+        .get(
+            "resource.nvidia.com/v1beta1",
+            "ComputeDomain",
+            "default",
+            "compute-domain-rc-gen-generation",
+        )
         .unwrap();
     assert_eq!(cd["metadata"]["ownerReferences"][0]["uid"], new_uid);
 }
@@ -152,14 +233,32 @@ async fn dra_objects_are_collected_with_their_raycluster() {
     // §11 C5: no leak even when nrl is not around for the deletion.
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
-    ensure_cluster(&k8s, &config(&[]), Role::Generation, &opts(false, OnDrift::Apply), &Progress::quiet())
-        .await
-        .unwrap();
+    ensure_cluster(
+        &k8s,
+        &config(&[]),
+        Role::Generation,
+        &opts(false, OnDrift::Apply),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     fake.delete("ray.io/v1", "RayCluster", "default", "rc-gen", None);
     assert!(
         fake.wait_until(Duration::from_secs(10), |f| {
-            f.get("resource.nvidia.com/v1beta1", "ComputeDomain", "default", "compute-domain-rc-gen-generation").is_none()
-                && f.get("resource.k8s.io/v1", "ResourceClaimTemplate", "default", "roce-rc-gen-generation").is_none()
+            f.get(
+                "resource.nvidia.com/v1beta1",
+                "ComputeDomain",
+                "default",
+                "compute-domain-rc-gen-generation",
+            )
+            .is_none()
+                && f.get(
+                    "resource.k8s.io/v1",
+                    "ResourceClaimTemplate",
+                    "default",
+                    "roce-rc-gen-generation",
+                )
+                .is_none()
         })
         .await
     );
@@ -169,9 +268,15 @@ async fn ready_gym(fake: &FakeK8s, ray: &StubRay) -> (K8s, LoadedConfig) {
     fake.use_ray_dashboard(Some(&ray.url()));
     let k8s = client(fake).await;
     let cfg = config(&[]);
-    ensure_cluster(&k8s, &cfg, Role::Gym, &opts(true, OnDrift::Apply), &Progress::quiet())
-        .await
-        .unwrap();
+    ensure_cluster(
+        &k8s,
+        &cfg,
+        Role::Gym,
+        &opts(true, OnDrift::Apply),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     (k8s, cfg)
 }
 
@@ -193,9 +298,18 @@ async fn submit_daemon_skips_when_existing_running_or_succeeded() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!((out.submission_id.as_str(), out.submitted), ("gym-daemon", false));
+        assert_eq!(
+            (out.submission_id.as_str(), out.submitted),
+            ("gym-daemon", false)
+        );
         assert!(ray.submitted().is_empty());
-        assert!(p.lines().iter().any(|l| l.contains(&format!("already {status}"))), "{:?}", p.lines());
+        assert!(
+            p.lines()
+                .iter()
+                .any(|l| l.contains(&format!("already {status}"))),
+            "{:?}",
+            p.lines()
+        );
     }
 }
 
@@ -204,9 +318,15 @@ async fn submit_daemon_raises_when_existing_failed_without_replace() {
     let (fake, ray) = (FakeK8s::start(), StubRay::start());
     ray.add_job("gym-daemon", "FAILED", 1000);
     let (k8s, cfg) = ready_gym(&fake, &ray).await;
-    let err = submit_daemon(&k8s, &cfg, Role::Gym, &daemon_opts(false), &Progress::quiet())
-        .await
-        .unwrap_err();
+    let err = submit_daemon(
+        &k8s,
+        &cfg,
+        Role::Gym,
+        &daemon_opts(false),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap_err();
     assert!(err.message.contains("FAILED"), "{}", err.message);
     assert!(err.help.as_deref().unwrap().contains("--replace"));
 }
@@ -216,14 +336,23 @@ async fn submit_daemon_replace_stops_running_and_suffixes_id() {
     let (fake, ray) = (FakeK8s::start(), StubRay::start());
     ray.add_job("gym-daemon", "RUNNING", 1000);
     let (k8s, cfg) = ready_gym(&fake, &ray).await;
-    let out = submit_daemon(&k8s, &cfg, Role::Gym, &daemon_opts(true), &Progress::quiet())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = submit_daemon(
+        &k8s,
+        &cfg,
+        Role::Gym,
+        &daemon_opts(true),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_eq!(ray.state.lock().unwrap().stopped, ["gym-daemon"]);
     assert!(out.submitted);
     assert!(out.submission_id.starts_with("gym-daemon-") && out.submission_id != "gym-daemon");
-    assert_eq!(ray.submitted()[0]["submission_id"], out.submission_id.as_str());
+    assert_eq!(
+        ray.submitted()[0]["submission_id"],
+        out.submission_id.as_str()
+    );
 }
 
 #[tokio::test]
@@ -234,14 +363,29 @@ async fn daemon_idempotency_follows_the_newest_suffixed_job() {
     ray.add_job("gym-daemon", "STOPPED", 1000);
     ray.add_job("gym-daemon-1700000000", "RUNNING", 5000);
     let (k8s, cfg) = ready_gym(&fake, &ray).await;
-    let kept = submit_daemon(&k8s, &cfg, Role::Gym, &daemon_opts(false), &Progress::quiet())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!((kept.submission_id.as_str(), kept.submitted), ("gym-daemon-1700000000", false));
-    submit_daemon(&k8s, &cfg, Role::Gym, &daemon_opts(true), &Progress::quiet())
-        .await
-        .unwrap();
+    let kept = submit_daemon(
+        &k8s,
+        &cfg,
+        Role::Gym,
+        &daemon_opts(false),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        (kept.submission_id.as_str(), kept.submitted),
+        ("gym-daemon-1700000000", false)
+    );
+    submit_daemon(
+        &k8s,
+        &cfg,
+        Role::Gym,
+        &daemon_opts(true),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     assert_eq!(ray.state.lock().unwrap().stopped, ["gym-daemon-1700000000"]);
 }
 
@@ -249,9 +393,15 @@ async fn daemon_idempotency_follows_the_newest_suffixed_job() {
 async fn submit_daemon_no_daemon_returns_none() {
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
-    let out = submit_daemon(&k8s, &config(&[]), Role::Training, &daemon_opts(false), &Progress::quiet())
-        .await
-        .unwrap();
+    let out = submit_daemon(
+        &k8s,
+        &config(&[]),
+        Role::Training,
+        &daemon_opts(false),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     assert!(out.is_none());
     assert!(fake.request_log().is_empty());
 }
@@ -266,7 +416,10 @@ async fn list_cluster_pods_uses_correct_label_selector() {
     let lists = fake.requests(|r| r.resource.as_deref() == Some("pods"));
     assert_eq!(lists.len(), 1);
     assert_eq!(lists[0].namespace.as_deref(), Some("my-ns"));
-    assert_eq!(lists[0].query_param("labelSelector").as_deref(), Some("ray.io/cluster=my-rc"));
+    assert_eq!(
+        lists[0].query_param("labelSelector").as_deref(),
+        Some("ray.io/cluster=my-rc")
+    );
 }
 
 #[tokio::test]
@@ -275,9 +428,15 @@ async fn latest_daemon_job_any_error_returns_base_and_none() {
     let fake = FakeK8s::start();
     let k8s = client(&fake).await;
     let cfg = config(&[]);
-    ensure_cluster(&k8s, &cfg, Role::Gym, &opts(true, OnDrift::Apply), &Progress::quiet())
-        .await
-        .unwrap();
+    ensure_cluster(
+        &k8s,
+        &cfg,
+        Role::Gym,
+        &opts(true, OnDrift::Apply),
+        &Progress::quiet(),
+    )
+    .await
+    .unwrap();
     let rows = status(&k8s, &cfg).await.unwrap();
     let gym = rows.iter().find(|r| r.role == "gym").unwrap();
     let d = gym.daemon.as_ref().unwrap();

@@ -62,13 +62,20 @@ async fn apply_raycluster_non_409_bubbles_up() {
         .await
         .unwrap_err();
     assert_eq!(err.code, "nrl::k8s::server");
-    assert!(fake.requests(|r| r.verb == "patch").len() > 1, "retried first");
+    assert!(
+        fake.requests(|r| r.verb == "patch").len() > 1,
+        "retried first"
+    );
 }
 
 #[tokio::test]
 async fn delete_raycluster_swallows_404_when_ignore_missing() {
     let (_fake, k8s) = setup().await;
-    assert!(!k8s.delete(&ar("RayCluster"), "default", "nope").await.unwrap());
+    assert!(
+        !k8s.delete(&ar("RayCluster"), "default", "nope")
+            .await
+            .unwrap()
+    );
 }
 
 #[tokio::test]
@@ -114,9 +121,22 @@ async fn wait_for_ready_returns_when_state_ready() {
     k8s.apply(&raycluster("rc", 1), ApplyOptions::default())
         .await
         .unwrap();
-    fake.patch_status("ray.io/v1", "RayCluster", "default", "rc", json!({"state": "ready"}));
+    fake.patch_status(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc",
+        json!({"state": "ready"}),
+    );
     let rc = k8s
-        .wait_for(&ar("RayCluster"), "default", "rc", Duration::from_secs(5), "ready", raycluster_ready)
+        .wait_for(
+            &ar("RayCluster"),
+            "default",
+            "rc",
+            Duration::from_secs(5),
+            "ready",
+            raycluster_ready,
+        )
         .await
         .unwrap();
     assert_eq!(rc["status"]["state"], "ready");
@@ -129,21 +149,41 @@ async fn wait_for_ready_raises_on_timeout() {
     k8s.apply(&raycluster("rc", 1), ApplyOptions::default())
         .await
         .unwrap();
-    fake.patch_status("ray.io/v1", "RayCluster", "default", "rc", json!({"state": "provisioning"}));
+    fake.patch_status(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc",
+        json!({"state": "provisioning"}),
+    );
     let err = k8s
-        .wait_for(&ar("RayCluster"), "default", "rc", Duration::from_millis(700), "ready", raycluster_ready)
+        .wait_for(
+            &ar("RayCluster"),
+            "default",
+            "rc",
+            Duration::from_millis(700),
+            "ready",
+            raycluster_ready,
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code, "nrl::k8s::timeout");
-    assert!(err.message.contains("provisioning"), "the last state: {}", err.message);
+    assert!(
+        err.message.contains("provisioning"),
+        "the last state: {}",
+        err.message
+    );
 }
 
 #[tokio::test]
 async fn delete_configmap_returns_true_on_success() {
     let (_fake, k8s) = setup().await;
-    k8s.apply(&configmap("nemo-rl-endpoints-run-k", json!({})), ApplyOptions::default())
-        .await
-        .unwrap();
+    k8s.apply(
+        &configmap("nemo-rl-endpoints-run-k", json!({})),
+        ApplyOptions::default(),
+    )
+    .await
+    .unwrap();
     assert!(
         k8s.delete(&ar("ConfigMap"), "default", "nemo-rl-endpoints-run-k")
             .await

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use nrl::k8s::ApplyOptions;
-use nrl::k8s::wait::{Verdict, deployment_available, raycluster_ready};
+use nrl::k8s::wait::{
+    Verdict, deployment_available, pod_running, raycluster_ready, rayjob_terminal,
+};
 use serde_json::json;
 
 use crate::common::*;
@@ -279,4 +281,90 @@ async fn a_long_wait_costs_one_list_and_one_watch() {
         [("list".to_string(), false), ("watch".to_string(), true)],
         "{reqs:#?}"
     );
+}
+
+fn rayjob(name: &str) -> serde_json::Value {
+    let tmpl =
+        |c: &str| json!({"spec": {"containers": [{"name": c, "image": "rayproject/ray:2.60.0"}]}});
+    json!({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name},
+           "spec": {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
+                    "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": tmpl("ray-head")},
+                                       "workerGroupSpecs": [{"groupName": "w", "replicas": 1, "rayStartParams": {},
+                                                             "template": tmpl("ray-worker")}]}}})
+}
+
+#[tokio::test]
+async fn rayjob_waits_end_on_every_terminal_deployment_status() {
+    let (fake, k8s) = setup().await;
+    fake.set_rayjob_script("boom", RayJobScript::fails("OOM"));
+    k8s.apply(&rayjob("boom"), ApplyOptions::default())
+        .await
+        .unwrap();
+    let rjs = ar("RayJob");
+    let done = k8s
+        .wait_for(
+            &rjs,
+            "default",
+            "boom",
+            Duration::from_secs(20),
+            "finished",
+            rayjob_terminal,
+        )
+        .await
+        .unwrap();
+    assert_eq!(done["status"]["jobDeploymentStatus"], "Failed");
+    assert_eq!(done["status"]["jobStatus"], "FAILED");
+    // States the simulation does not reach by itself, set by hand: they end the wait too
+    // (the reference kept polling them for a day).
+    for (name, state) in [("invalid", "ValidationFailed"), ("parked", "Suspended")] {
+        let mut rj = rayjob(name);
+        rj["status"] = json!({"jobDeploymentStatus": state});
+        fake.put(rj);
+        let o = k8s
+            .wait_for(
+                &rjs,
+                "default",
+                name,
+                Duration::from_secs(5),
+                "finished",
+                rayjob_terminal,
+            )
+            .await
+            .unwrap();
+        assert_eq!(o["status"]["jobDeploymentStatus"], state);
+    }
+}
+
+#[tokio::test]
+async fn pod_waits_see_running_or_the_end() {
+    let (fake, k8s) = setup().await;
+    fake.put(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dev", "namespace": "default"},
+                    "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}));
+    let pods = ar("Pod");
+    let p = k8s
+        .wait_for(
+            &pods,
+            "default",
+            "dev",
+            Duration::from_secs(10),
+            "Running",
+            pod_running,
+        )
+        .await
+        .unwrap();
+    assert_eq!(p["status"]["phase"], "Running");
+    fake.set_pod_phase("default", "dev", "Failed");
+    let err = k8s
+        .wait_for(
+            &pods,
+            "default",
+            "dev",
+            Duration::from_secs(10),
+            "Running",
+            pod_running,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "nrl::k8s::pod_terminated");
+    assert!(err.message.contains("exit code 1"), "{}", err.message);
 }
