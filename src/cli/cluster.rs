@@ -158,7 +158,7 @@ pub fn run(args: ClusterArgs) -> Result<Exit> {
     match args.command {
         ClusterCommand::Up(a) => up(a),
         ClusterCommand::Down(a) => down(a),
-        ClusterCommand::List(a) => run_async("", list(a)),
+        ClusterCommand::List(a) => run_async("nothing was changed", list(a)),
         ClusterCommand::Dashboard(a) => super::dashboard::run(a),
     }
 }

@@ -25,7 +25,7 @@ pub struct StatusArgs {
 
 pub fn run(args: StatusArgs) -> Result<Exit> {
     let cfg = args.kube.load(&args.recipe)?;
-    run_async("", async move {
+    run_async("nothing was changed", async move {
         if cfg.infra.kuberay.roles().next().is_none() {
             println!("(no clusters declared in recipe)");
             return Ok(Exit::Ok);

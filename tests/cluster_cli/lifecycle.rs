@@ -406,3 +406,91 @@ fn status_and_logs_of_clusters_that_are_not_there() {
     let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
     assert!(table.contains("Pending (Unschedulable)"), "{table}");
 }
+
+#[test]
+fn namespace_and_context_flags() {
+    let fake = FakeK8s::builder().namespace("team-a").start();
+    let (out, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &[
+            "--role",
+            "training",
+            "--no-wait",
+            "-n",
+            "team-a",
+            "--context",
+            "fake",
+        ],
+    ));
+    assert!(
+        err.starts_with("cluster up: context `fake`, namespace `team-a`"),
+        "{err}"
+    );
+    assert_eq!(out.trim(), "kuberay.training: RayCluster rc-train created");
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "team-a", "rc-train")
+            .is_some()
+    );
+    let (list, _) = ok({
+        let mut c = nrl(&fake);
+        c.args(["cluster", "list", "-n", "team-a"]);
+        c
+    });
+    assert!(
+        list.lines().nth(1).unwrap().starts_with("rc-train"),
+        "{list}"
+    );
+    let err = fails(with_recipe(&fake, &["status"], &["--context", "nope"]), 3);
+    assert!(err.contains("nrl::k8s::kubeconfig"), "{err}");
+}
+
+#[test]
+fn up_right_after_a_no_wait_down_waits_for_the_old_cluster() {
+    let fake = FakeK8s::start();
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training", "--no-wait"],
+    ));
+    let old_uid = fake.field(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc-train",
+        "metadata.uid",
+    );
+    // Deletion takes a while (a finalizer, say).
+    fake.set_timings(|t| {
+        t.deletion_delay
+            .insert("RayCluster".into(), Duration::from_millis(800));
+    });
+    ok(with_recipe(
+        &fake,
+        &["cluster", "down"],
+        &["--role", "training", "--no-wait"],
+    ));
+    let (out, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training"],
+    ));
+    assert!(
+        err.contains("waiting for the previous RayCluster rc-train to finish deleting"),
+        "{err}"
+    );
+    assert_eq!(
+        out.trim(),
+        "kuberay.training: RayCluster rc-train created, ready"
+    );
+    assert_ne!(
+        fake.field(
+            "ray.io/v1",
+            "RayCluster",
+            "default",
+            "rc-train",
+            "metadata.uid"
+        ),
+        old_uid
+    );
+}

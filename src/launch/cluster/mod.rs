@@ -143,6 +143,18 @@ pub async fn ensure_cluster(
     if let Some(l) = &live {
         check_owner(l, &username(&*cfg.env), opts.force, progress)?;
     }
+    // Still going away (a `cluster down --no-wait` just before): let it go, then create.
+    if live
+        .as_ref()
+        .is_some_and(|l| l.pointer("/metadata/deletionTimestamp").is_some())
+    {
+        let step = progress.step(format!(
+            "[{tag}] waiting for the previous RayCluster {name} to finish deleting"
+        ));
+        k8s.wait_deleted(&rcs, ns, name, opts.timeout).await?;
+        drop(step);
+        live = None;
+    }
     let drift = match &live {
         Some(l) => k8s.drift_from(l, &manifest).await?,
         None => Drift::Missing,
