@@ -397,6 +397,7 @@ async fn connect_run(t: &RunTarget, env: &dyn Env) -> Result<(K8s, Option<GymRec
         context,
         namespace,
         kubeconfig: None,
+        ..ConnectOptions::default()
     })
     .await?;
     Ok((k8s, record))

@@ -6,10 +6,14 @@ use clap::{Parser, Subcommand};
 use crate::diag::{Exit, Result};
 
 pub mod check;
+pub mod cluster;
 pub mod common;
+pub mod dashboard;
 pub mod gym;
 pub mod job;
+pub mod logs;
 pub mod run;
+pub mod status;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -23,6 +27,12 @@ pub struct Cli {
 pub enum Command {
     /// Load, render and validate a recipe + infra pair; never contacts a cluster.
     Check(check::CheckArgs),
+    /// Bring long-lived RayClusters and Deployments up and down; list them; open a dashboard.
+    Cluster(cluster::ClusterArgs),
+    /// Each role's RayCluster state, head and worker pods, and daemon job.
+    Status(status::StatusArgs),
+    /// A role's daemon job log, or its head or worker pod's log.
+    Logs(logs::LogsArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
@@ -35,6 +45,9 @@ pub enum Command {
 pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
+        Command::Cluster(args) => cluster::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Logs(args) => logs::run(args),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Gym(args) => gym::run(args),

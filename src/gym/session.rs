@@ -72,6 +72,7 @@ pub async fn connect(
         context: context.map(str::to_string).or(plan.context.clone()),
         namespace: Some(plan.namespace.clone()),
         kubeconfig,
+        ..ConnectOptions::default()
     })
     .await
 }

@@ -9,9 +9,13 @@ pub mod objects;
 pub mod portforward;
 pub mod resources;
 pub mod retry;
+pub mod terminal;
 pub mod wait;
 pub mod watch;
 
 pub use client::{ConnectOptions, K8s};
-pub use objects::{ApplyOptions, Drift, ObjectRef};
+pub use exec::{AttachedIo, ExecOutput};
+pub use logs::LogOptions;
+pub use objects::{ApplyOptions, Drift, ObjectRef, Propagation};
+pub use portforward::{PodTarget, PortForward};
 pub use wait::Verdict;

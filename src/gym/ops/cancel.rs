@@ -6,11 +6,11 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::PropagationPolicy;
 use serde_json::Value as Json;
 
 use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
+use crate::k8s::objects::Propagation;
 use crate::k8s::watch::LabelledEvent;
 
 use crate::gym::names::{benchmark_selector, run_selector, secret_name};
@@ -57,7 +57,7 @@ pub async fn cancel_run(
         Some(_) => None,
     };
     let deletions = futures::stream::iter(jobs.iter())
-        .map(|j| k8s.delete_propagating(&jobs_ar, ns, j, PropagationPolicy::Foreground))
+        .map(|j| k8s.delete_with(&jobs_ar, ns, j, Propagation::Foreground))
         .buffer_unordered(16)
         .collect::<Vec<_>>()
         .await;
