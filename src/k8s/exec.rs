@@ -1,11 +1,15 @@
 //! Exec in a pod over the API's `pods/exec` subresource: run a command, feed stdin,
-//! collect stdout/stderr and the exit code from the status channel.
+//! collect stdout/stderr and the exit code from the status channel ([`K8s::exec`]), or
+//! attach the local terminal to it ([`K8s::exec_interactive`]).
 
+use futures::SinkExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, AttachParams};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use kube::api::{Api, AttachParams, TerminalSize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::signal::unix::{SignalKind, signal};
 
 use super::client::K8s;
+use super::terminal::{RawMode, StdinReader, window_size};
 use crate::diag::{Diag, Result};
 
 /// Output of a finished exec.
@@ -75,6 +79,188 @@ impl K8s {
         let _ = proc.join().await;
         Ok(out)
     }
+}
+
+impl K8s {
+    /// Run `cmd` in `pod` with the local stdin, stdout and stderr attached, and return its
+    /// exit code. With `tty`, the remote side gets a terminal: the local one is put in raw
+    /// mode (restored on every way out), its size is sent at the start and on every
+    /// SIGWINCH, and stderr arrives merged into stdout, as with `kubectl exec -it`.
+    /// Without it, stdin is forwarded until end of input and then closed.
+    ///
+    /// SIGINT, SIGTERM and SIGHUP end the session locally and give `128 + signal`; in raw
+    /// mode Ctrl-C is not a signal but a byte for the remote program.
+    pub async fn exec_interactive(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: Option<&str>,
+        cmd: &[&str],
+        tty: bool,
+    ) -> Result<i32> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let mut ap = AttachParams::default()
+            .stdin(true)
+            .stdout(true)
+            .stderr(!tty)
+            .tty(tty);
+        if let Some(c) = container {
+            ap = ap.container(c);
+        }
+        let mut proc = api
+            .exec(pod, cmd.iter().copied(), &ap)
+            .await
+            .map_err(|e| exec_error(pod, cmd, e))?;
+        let session = Session {
+            stdin: proc.stdin(),
+            stdout: proc.stdout(),
+            stderr: proc.stderr(),
+            resize: proc.terminal_size(),
+            status: proc.take_status(),
+        };
+        let outcome = session.run(tty).await;
+        // The session is over either way; do not wait long for the socket to close.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), proc.join()).await;
+        match outcome? {
+            Ended::Signal(n) => Ok(128 + n),
+            Ended::Status(status) => status_to_code(pod, cmd, status.map(|s| *s)),
+        }
+    }
+}
+
+enum Ended {
+    Status(Option<Box<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>>),
+    Signal(i32),
+}
+
+struct Session<I, O, E, S> {
+    stdin: Option<I>,
+    stdout: Option<O>,
+    stderr: Option<E>,
+    resize: Option<futures::channel::mpsc::Sender<TerminalSize>>,
+    status: Option<S>,
+}
+
+impl<I, O, E, S> Session<I, O, E, S>
+where
+    I: AsyncWrite + Unpin,
+    O: AsyncRead + Unpin,
+    E: AsyncRead + Unpin,
+    S: std::future::Future<Output = Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>>,
+{
+    async fn run(mut self, tty: bool) -> Result<Ended> {
+        let signal_error = |e: std::io::Error| {
+            Diag::api("nrl::k8s::exec", format!("cannot watch for signals: {e}"))
+        };
+        let mut winch = signal(SignalKind::window_change()).map_err(signal_error)?;
+        let mut sigint = signal(SignalKind::interrupt()).map_err(signal_error)?;
+        let mut sigterm = signal(SignalKind::terminate()).map_err(signal_error)?;
+        let mut sighup = signal(SignalKind::hangup()).map_err(signal_error)?;
+
+        // Restored when this function returns, whichever way.
+        let _raw = if tty {
+            RawMode::enable(libc::STDIN_FILENO)
+        } else {
+            None
+        };
+        if let (Some(tx), Some((width, height))) = (self.resize.as_mut(), window_size()) {
+            let _ = tx.send(TerminalSize { width, height }).await;
+        }
+        let (reader, mut input) = StdinReader::start();
+
+        let stdin = self.stdin.take();
+        let pump = async move {
+            let Some(mut w) = stdin else {
+                return;
+            };
+            while let Some(Some(chunk)) = input.recv().await {
+                if w.write_all(&chunk).await.is_err() || w.flush().await.is_err() {
+                    return;
+                }
+            }
+            // End of local input: the remote side sees end of input too.
+            let _ = w.shutdown().await;
+        };
+        let (stdout, stderr, status) = (self.stdout.take(), self.stderr.take(), self.status.take());
+        let output = async move {
+            tokio::join!(
+                copy_out(stdout, tokio::io::stdout()),
+                copy_out(stderr, tokio::io::stderr())
+            );
+            match status {
+                Some(s) => s.await,
+                None => None,
+            }
+        };
+        tokio::pin!(pump, output);
+        let mut pump_done = false;
+        let ended = loop {
+            tokio::select! {
+                status = &mut output => break Ended::Status(status.map(Box::new)),
+                _ = &mut pump, if !pump_done => pump_done = true,
+                Some(()) = winch.recv() => {
+                    if let (Some(tx), Some((width, height))) = (self.resize.as_mut(), window_size()) {
+                        let _ = tx.send(TerminalSize { width, height }).await;
+                    }
+                }
+                Some(()) = sigint.recv() => break Ended::Signal(libc::SIGINT),
+                Some(()) = sigterm.recv() => break Ended::Signal(libc::SIGTERM),
+                Some(()) = sighup.recv() => break Ended::Signal(libc::SIGHUP),
+            }
+        };
+        reader.stop();
+        Ok(ended)
+    }
+}
+
+/// Copy a remote stream to a local one, flushing every chunk (interactive output).
+async fn copy_out(from: Option<impl AsyncRead + Unpin>, mut to: impl AsyncWrite + Unpin) {
+    let Some(mut from) = from else {
+        return;
+    };
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).await.is_err() || to.flush().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The exit code from the status channel; a failure to start the command is an error.
+fn status_to_code(
+    pod: &str,
+    cmd: &[&str],
+    status: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>,
+) -> Result<i32> {
+    let Some(s) = status else {
+        return Err(Diag::api(
+            "nrl::k8s::exec",
+            format!("the session with pod {pod} ended without an exit status (connection lost?)"),
+        )
+        .help("check the pod is still Running and retry"));
+    };
+    let has_exit_code = s
+        .details
+        .as_ref()
+        .and_then(|d| d.causes.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.reason.as_deref() == Some("ExitCode")));
+    if s.status.as_deref() != Some("Success") && !has_exit_code {
+        return Err(Diag::api(
+            "nrl::k8s::exec",
+            format!(
+                "cannot run `{}` in pod {pod}: {}",
+                cmd.join(" "),
+                s.message.as_deref().unwrap_or("no reason given")
+            ),
+        )
+        .help("check the command exists in the container's image"));
+    }
+    Ok(exit_code_of(Some(&s)))
 }
 
 fn exec_error(pod: &str, cmd: &[&str], e: kube::Error) -> Diag {

@@ -1,6 +1,7 @@
 //! Kubernetes through kube-rs: connect, server-side apply, get/list/delete, watch-based
 //! waits, pod logs, port-forward and exec. Knows nothing about recipes.
 
+pub mod access;
 pub mod client;
 pub mod errors;
 pub mod exec;
@@ -9,8 +10,10 @@ pub mod objects;
 pub mod portforward;
 pub mod resources;
 pub mod retry;
+pub mod terminal;
 pub mod wait;
 
+pub use access::{Permission, Subject};
 pub use client::{ConnectOptions, K8s};
 pub use objects::{ApplyOptions, Drift, ObjectRef};
 pub use wait::Verdict;
