@@ -7,6 +7,7 @@ use crate::diag::{Exit, Result};
 
 pub mod check;
 pub mod common;
+pub mod dev;
 pub mod job;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
@@ -23,6 +24,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
+    /// Your personal CPU pod in the cluster: secrets, connect, stop.
+    Dev(dev::DevArgs),
 }
 
 /// Run a parsed command line.
@@ -30,5 +33,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
         Command::Job(args) => job::run(args),
+        Command::Dev(args) => dev::run(args),
     }
 }
