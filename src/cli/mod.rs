@@ -9,6 +9,7 @@ pub mod check;
 pub mod common;
 pub mod dev;
 pub mod job;
+pub mod run;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -24,6 +25,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
+    /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
+    Run(run::RunArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
     Dev(dev::DevArgs),
 }
@@ -33,6 +36,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
         Command::Job(args) => job::run(args),
+        Command::Run(args) => run::run(args),
         Command::Dev(args) => dev::run(args),
     }
 }
