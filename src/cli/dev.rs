@@ -210,8 +210,11 @@ async fn setup_secrets(a: SetupSecretsArgs) -> Result<Exit> {
         edits.push(secrets::rclone_edit(&ProcessEnv)?);
     }
     if edits.is_empty() {
-        return Err(Diag::new("nrl::dev::secret_args", "nothing to do: no keys given")
-            .help("e.g. `nrl dev setup-secrets HF_TOKEN=hf_abc`, `--ssh-key FILE` or `--add-rclone`"));
+        return Err(
+            Diag::new("nrl::dev::secret_args", "nothing to do: no keys given").help(
+                "e.g. `nrl dev setup-secrets HF_TOKEN=hf_abc`, `--ssh-key FILE` or `--add-rclone`",
+            ),
+        );
     }
     secrets::check_unique(&edits)?;
     let pod = resolve(&a.target, None)?;

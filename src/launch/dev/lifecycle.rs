@@ -75,7 +75,9 @@ pub async fn ensure_running(
         let state = pod_state(Some(p), &dev.container);
         let running_image = container_image(p, &dev.container);
         let replace = if state == PodState::Terminating {
-            report.progress(&format!("waiting for the old {name} to finish terminating ..."));
+            report.progress(&format!(
+                "waiting for the old {name} to finish terminating ..."
+            ));
             Some(false)
         } else if opts.recreate {
             Some(true)
@@ -107,7 +109,10 @@ pub async fn ensure_running(
             .help("pass --image IMAGE, or set `dev.image` (or `image`) in ~/.config/nrl/defaults.yaml"));
         }
         preflight(k8s, dev, opts, report).await?;
-        report.progress(&format!("creating dev pod {name} (image {}) ...", dev.image));
+        report.progress(&format!(
+            "creating dev pod {name} (image {}) ...",
+            dev.image
+        ));
         k8s.apply(&dev.manifest, ApplyOptions::default()).await?;
     }
 

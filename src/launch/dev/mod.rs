@@ -156,7 +156,9 @@ async fn remove_keys(
         "op": "test", "path": "/metadata/resourceVersion", "value": live.resource_version
     })];
     for k in keys {
-        ops.push(serde_json::json!({"op": "remove", "path": format!("/data/{}", pointer_escape(k))}));
+        ops.push(
+            serde_json::json!({"op": "remove", "path": format!("/data/{}", pointer_escape(k))}),
+        );
     }
     // A raw request: kube's typed JSON-patch support needs a feature nrl does not enable.
     let path = format!(
@@ -180,9 +182,7 @@ async fn remove_keys(
                 .to_string(),
         )),
         // A failed `test` (422) or a vanished secret (404): the secret changed.
-        Err(e) if matches!(crate::k8s::errors::status_code(&e), Some(404 | 409 | 422)) => {
-            Ok(None)
-        }
+        Err(e) if matches!(crate::k8s::errors::status_code(&e), Some(404 | 409 | 422)) => Ok(None),
         Err(e) => Err(crate::k8s::errors::to_diag(
             e,
             &crate::k8s::errors::Action {

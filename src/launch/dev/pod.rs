@@ -8,9 +8,6 @@ use crate::config::node::Node;
 use crate::diag::{Diag, Result};
 use crate::k8s::Verdict;
 
-/// The default owner label key (its value is the user).
-pub const OWNER_LABEL: &str = "nrl-k8s/owner";
-
 /// The rendered dev pod and the facts the commands need, read back from the manifest so
 /// that they always agree with what is applied.
 #[derive(Debug, Clone)]
@@ -39,7 +36,12 @@ pub fn resolve(loaded: &LoadedInfra, user: &str) -> Result<DevPod> {
         return Err(d);
     }
     let manifest = node.to_json();
-    let s = |p: &str| manifest.pointer(p).and_then(Json::as_str).map(str::to_string);
+    let s = |p: &str| {
+        manifest
+            .pointer(p)
+            .and_then(Json::as_str)
+            .map(str::to_string)
+    };
     let containers = manifest
         .pointer("/spec/containers")
         .and_then(Json::as_array)
@@ -60,7 +62,7 @@ pub fn resolve(loaded: &LoadedInfra, user: &str) -> Result<DevPod> {
         container: first
             .get("name")
             .and_then(Json::as_str)
-            .unwrap_or("dev")
+            .unwrap_or(crate::render::devpod::DEV_CONTAINER)
             .to_string(),
         image: first
             .get("image")
@@ -76,75 +78,19 @@ pub fn resolve(loaded: &LoadedInfra, user: &str) -> Result<DevPod> {
     })
 }
 
-fn owner_label(_loaded: &LoadedInfra) -> String {
-    OWNER_LABEL.to_string()
+/// The label key whose value names the pod's owner (`dev.ownerLabel`).
+fn owner_label(loaded: &LoadedInfra) -> String {
+    loaded
+        .infra
+        .dev
+        .as_ref()
+        .map(|d| d.owner_label.clone())
+        .unwrap_or_else(|| crate::config::schema::DevSpec::default().owner_label)
 }
 
-/// The renderer. Until `render::devpod` lands this renders the reference's pod with the
-/// reference's settings, minus its internet downloads.
+/// The one call into the renderer.
 fn render(loaded: &LoadedInfra, user: &str) -> Result<Node> {
-    check_user(user)?;
-    let infra = &loaded.infra;
-    let mut labels = serde_json::Map::new();
-    labels.insert(
-        crate::render::meta::MANAGED_BY_KEY.into(),
-        crate::render::meta::MANAGED_BY.into(),
-    );
-    for (k, v) in &infra.labels {
-        labels.insert(k.clone(), Json::String(v.clone()));
-    }
-    labels.insert(OWNER_LABEL.into(), Json::String(user.into()));
-    labels.insert("nrl-k8s/component".into(), "dev-pod".into());
-    let script = "trap 'exit 0' TERM INT\nsleep infinity &\nwait";
-    let mut spec = serde_json::json!({
-        "restartPolicy": "Never",
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "nvidia.com/gpu.product", "operator": "DoesNotExist"}]}]}}},
-        "containers": [{
-            "name": "dev",
-            "image": infra.image,
-            "command": ["sh", "-c", script],
-            "workingDir": format!("/mnt/rl-workspace/{user}"),
-            "env": [{"name": "USER", "value": user}],
-            "envFrom": [{"secretRef": {"name": format!("{user}-secrets"), "optional": true}}],
-            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
-                          "limits": {"cpu": "5", "memory": "10Gi"}},
-            "volumeMounts": [{"name": "workspace", "mountPath": "/mnt/rl-workspace"}],
-        }],
-        "volumes": [{"name": "workspace", "persistentVolumeClaim": {"claimName": "rl-workspace"}}],
-    });
-    if !infra.image_pull_secrets.is_empty() {
-        spec["imagePullSecrets"] = infra
-            .image_pull_secrets
-            .iter()
-            .map(|n| serde_json::json!({"name": n}))
-            .collect();
-    }
-    Ok(Node::from_json(&serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": format!("{user}-dev-pod"), "namespace": infra.namespace, "labels": labels},
-        "spec": spec,
-    })))
-}
-
-fn check_user(user: &str) -> Result<()> {
-    let ok = !user.is_empty()
-        && user.len() <= 63
-        && user
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !user.starts_with('-')
-        && !user.ends_with('-');
-    if ok {
-        return Ok(());
-    }
-    Err(Diag::new(
-        "nrl::render::dev_user",
-        format!("the user name {user:?} cannot name a dev pod"),
-    )
-    .help("set NRL_USER to lower-case letters, digits and `-`, e.g. `export NRL_USER=alice`"))
+    crate::render::devpod::dev_pod(&loaded.infra, user)
 }
 
 /// Where a pod is on its way to Running, as one line for progress output.
@@ -156,7 +102,10 @@ pub enum PodState {
     Pending(String),
     Running,
     /// Succeeded or Failed, with what ended it.
-    Ended { phase: String, reason: String },
+    Ended {
+        phase: String,
+        reason: String,
+    },
 }
 
 impl PodState {
@@ -217,7 +166,14 @@ pub fn pod_state(o: Option<&Json>, container: &str) -> PodState {
                 Some(t) => {
                     let code = t.get("exitCode").and_then(Json::as_i64).unwrap_or(0);
                     let why = text(Some(t), "reason");
-                    format!("container exited with code {code}{}", if why.is_empty() { String::new() } else { format!(": {why}") })
+                    format!(
+                        "container exited with code {code}{}",
+                        if why.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {why}")
+                        }
+                    )
                 }
                 None => text(o.get("status"), "reason"),
             };
@@ -230,7 +186,11 @@ pub fn pod_state(o: Option<&Json>, container: &str) -> PodState {
             if waiting.is_some() {
                 let reason = text(waiting, "reason");
                 let msg = text(waiting, "message");
-                return PodState::Pending(if msg.is_empty() { reason } else { format!("{reason}: {msg}") });
+                return PodState::Pending(if msg.is_empty() {
+                    reason
+                } else {
+                    format!("{reason}: {msg}")
+                });
             }
             let unschedulable = o
                 .pointer("/status/conditions")
@@ -298,8 +258,13 @@ mod tests {
         let pulling = json!({"status": {"phase": "Pending", "containerStatuses": [
             {"name": "dev", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}]}});
         let st = pod_state(Some(&pulling), "dev");
-        assert_eq!(st, PodState::Pending("ImagePullBackOff: no such image".into()));
-        assert!(matches!(running_verdict(&st, "p", "ns"), Verdict::Fail(d) if d.code == "nrl::dev::pod_stuck"));
+        assert_eq!(
+            st,
+            PodState::Pending("ImagePullBackOff: no such image".into())
+        );
+        assert!(
+            matches!(running_verdict(&st, "p", "ns"), Verdict::Fail(d) if d.code == "nrl::dev::pod_stuck")
+        );
         let unsched = json!({"status": {"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}]}});
         let st = pod_state(Some(&unsched), "dev");
@@ -308,7 +273,10 @@ mod tests {
         let failed = json!({"status": {"phase": "Failed", "containerStatuses": [
             {"name": "dev", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}});
         let st = pod_state(Some(&failed), "dev");
-        assert_eq!(st.describe(), "Failed (container exited with code 137: OOMKilled)");
+        assert_eq!(
+            st.describe(),
+            "Failed (container exited with code 137: OOMKilled)"
+        );
         let gone = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Running"}});
         assert_eq!(pod_state(Some(&gone), "dev"), PodState::Terminating);
     }

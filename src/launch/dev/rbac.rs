@@ -30,15 +30,51 @@ pub struct Rule {
 /// in ConfigMaps, read pods, their logs and events, exec and port-forward into them
 /// (websocket upgrades are authorized as `get` by older API servers, `create` by newer).
 pub const POD_RULES: &[Rule] = &[
-    Rule { group: "ray.io", resources: &["rayclusters", "rayjobs"], verbs: MANAGE },
-    Rule { group: "batch", resources: &["jobs"], verbs: MANAGE },
-    Rule { group: "apps", resources: &["deployments"], verbs: MANAGE },
-    Rule { group: "", resources: &["services", "configmaps"], verbs: MANAGE },
-    Rule { group: "resource.k8s.io", resources: &["resourceclaimtemplates"], verbs: MANAGE },
-    Rule { group: "resource.nvidia.com", resources: &["computedomains"], verbs: MANAGE },
-    Rule { group: "", resources: &["pods", "events"], verbs: READ },
-    Rule { group: "", resources: &["pods/log"], verbs: &["get"] },
-    Rule { group: "", resources: &["pods/exec", "pods/portforward"], verbs: &["get", "create"] },
+    Rule {
+        group: "ray.io",
+        resources: &["rayclusters", "rayjobs"],
+        verbs: MANAGE,
+    },
+    Rule {
+        group: "batch",
+        resources: &["jobs"],
+        verbs: MANAGE,
+    },
+    Rule {
+        group: "apps",
+        resources: &["deployments"],
+        verbs: MANAGE,
+    },
+    Rule {
+        group: "",
+        resources: &["services", "configmaps"],
+        verbs: MANAGE,
+    },
+    Rule {
+        group: "resource.k8s.io",
+        resources: &["resourceclaimtemplates"],
+        verbs: MANAGE,
+    },
+    Rule {
+        group: "resource.nvidia.com",
+        resources: &["computedomains"],
+        verbs: MANAGE,
+    },
+    Rule {
+        group: "",
+        resources: &["pods", "events"],
+        verbs: READ,
+    },
+    Rule {
+        group: "",
+        resources: &["pods/log"],
+        verbs: &["get"],
+    },
+    Rule {
+        group: "",
+        resources: &["pods/exec", "pods/portforward"],
+        verbs: &["get", "create"],
+    },
 ];
 
 /// What the caller needs to create, use and remove the dev pod.
@@ -61,7 +97,9 @@ pub fn pod_permissions() -> Vec<Permission> {
         .iter()
         .flat_map(|r| {
             r.resources.iter().flat_map(move |res| {
-                r.verbs.iter().map(move |v| Permission::new(v, r.group, res))
+                r.verbs
+                    .iter()
+                    .map(move |v| Permission::new(v, r.group, res))
             })
         })
         .collect()
@@ -194,17 +232,31 @@ mod tests {
         assert_eq!(docs[1]["subjects"][0]["name"], "default");
         assert_eq!(docs[1]["roleRef"]["kind"], "Role");
         let yaml = role_yaml("team-a", "default");
-        for forbidden in ["ClusterRole", "aggregate-to-edit", "nodes", "secrets", "\"*\""] {
+        for forbidden in [
+            "ClusterRole",
+            "aggregate-to-edit",
+            "nodes",
+            "secrets",
+            "\"*\"",
+        ] {
             assert!(!yaml.contains(forbidden), "{forbidden} in\n{yaml}");
         }
         // Every reviewed permission is granted by exactly one rule.
         for p in pod_permissions() {
             let rules: Vec<_> = POD_RULES
                 .iter()
-                .filter(|r| r.group == p.group && r.resources.contains(&p.resource.as_str()) && r.verbs.contains(&p.verb.as_str()))
+                .filter(|r| {
+                    r.group == p.group
+                        && r.resources.contains(&p.resource.as_str())
+                        && r.verbs.contains(&p.verb.as_str())
+                })
                 .collect();
             assert_eq!(rules.len(), 1, "{}", p.describe());
         }
-        assert!(pod_permissions().iter().any(|p| p.describe() == "create rayjobs.ray.io"));
+        assert!(
+            pod_permissions()
+                .iter()
+                .any(|p| p.describe() == "create rayjobs.ray.io")
+        );
     }
 }

@@ -92,7 +92,11 @@ pub fn check_key(key: &str) -> Result<()> {
 
 /// `SSH_KEY_NAME` (the file name) and `SSH_KEY_CONTENT` (its bytes) from `--ssh-key FILE`.
 pub fn ssh_key_edits(path: &Path) -> Result<Vec<SecretEdit>> {
-    let content = read_input(path, "SSH key", "pass the private key file, e.g. --ssh-key ~/.ssh/id_ed25519")?;
+    let content = read_input(
+        path,
+        "SSH key",
+        "pass the private key file, e.g. --ssh-key ~/.ssh/id_ed25519",
+    )?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -292,7 +296,11 @@ pub struct SecretPlan {
 }
 
 /// Plan the edits against the live secret (`None`: it does not exist yet).
-pub fn plan(target: &SecretTarget, live: Option<&LiveSecret>, edits: &[SecretEdit]) -> Result<SecretPlan> {
+pub fn plan(
+    target: &SecretTarget,
+    live: Option<&LiveSecret>,
+    edits: &[SecretEdit],
+) -> Result<SecretPlan> {
     let empty = LiveSecret::default();
     let create = live.is_none();
     let live = live.unwrap_or(&empty);
@@ -317,7 +325,10 @@ pub fn plan(target: &SecretTarget, live: Option<&LiveSecret>, edits: &[SecretEdi
     // The apply: every key nrl owns (current value) unless removed, plus the new values.
     let mut data = serde_json::Map::new();
     for (k, v) in &live.data {
-        let ours = live.owners.get(k).is_some_and(|o| o.contains(FIELD_MANAGER));
+        let ours = live
+            .owners
+            .get(k)
+            .is_some_and(|o| o.contains(FIELD_MANAGER));
         if ours && !removes.contains(k.as_str()) {
             data.insert(k.clone(), Json::String(v.clone()));
         }
@@ -329,7 +340,8 @@ pub fn plan(target: &SecretTarget, live: Option<&LiveSecret>, edits: &[SecretEdi
     if !target.labels.is_empty() {
         metadata["labels"] = json!(target.labels);
     }
-    let mut apply = json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "data": data});
+    let mut apply =
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "data": data});
     if create {
         // `type` is immutable: only a new secret gets one.
         apply["type"] = json!("Opaque");
@@ -357,7 +369,11 @@ pub fn plan(target: &SecretTarget, live: Option<&LiveSecret>, edits: &[SecretEdi
                 };
                 (state, Some(v.len()))
             } else if removes.contains(k) {
-                let state = if old.is_some() { KeyState::Removed } else { KeyState::Absent };
+                let state = if old.is_some() {
+                    KeyState::Removed
+                } else {
+                    KeyState::Absent
+                };
                 (state, None)
             } else {
                 (KeyState::Kept, old.map(|v| decoded_len(v)))
@@ -389,10 +405,7 @@ fn check_first_use(target: &SecretTarget, edits: &[SecretEdit]) -> Result<()> {
             .iter()
             .any(|e| matches!(e, SecretEdit::Set(k, v) if k == key && !v.is_empty()))
     };
-    let missing: Vec<_> = FIRST_USE_REQUIRED
-        .iter()
-        .filter(|(k, _)| !has(k))
-        .collect();
+    let missing: Vec<_> = FIRST_USE_REQUIRED.iter().filter(|(k, _)| !has(k)).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -407,7 +420,10 @@ fn check_first_use(target: &SecretTarget, edits: &[SecretEdit]) -> Result<()> {
             names.join(", ")
         ),
     )
-    .help(format!("supply them all the first time, e.g.\n  nrl dev setup-secrets {}", example.join(" "))))
+    .help(format!(
+        "supply them all the first time, e.g.\n  nrl dev setup-secrets {}",
+        example.join(" ")
+    )))
 }
 
 /// Bring the planned lines up to date with the secret the API server returned: sizes of

@@ -1,0 +1,1 @@
+//! An interactive session: `nrl dev connect` driven through a pseudo-terminal.
