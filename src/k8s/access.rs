@@ -81,24 +81,49 @@ fn review_body(p: &Permission, ns: &str) -> serde_json::Value {
     })
 }
 
-fn allowed(r: &SelfSubjectAccessReview) -> bool {
-    r.status.as_ref().is_some_and(|s| s.allowed)
+/// The answer of an access review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub allowed: bool,
+    /// The authorizer's reason or evaluation error, when it gave one.
+    pub reason: String,
+}
+
+impl Access {
+    fn of(r: SelfSubjectAccessReview) -> Access {
+        let status = r.status.unwrap_or_default();
+        let reason = [status.reason, status.evaluation_error]
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        Access {
+            allowed: status.allowed && !status.denied.unwrap_or(false),
+            reason,
+        }
+    }
 }
 
 impl K8s {
     /// May the caller do `verb` on `resource` (`pods/exec` for a subresource) of `group`
-    /// in `ns`?
-    pub async fn can_i(&self, verb: &str, group: &str, resource: &str, ns: &str) -> Result<bool> {
+    /// (`""` for core) in `namespace`? Side-effect free, so retried like a read.
+    pub async fn can_i(
+        &self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+    ) -> Result<Access> {
         let p = Permission::new(verb, group, resource);
-        let review: SelfSubjectAccessReview = serde_json::from_value(review_body(&p, ns))
+        let review: SelfSubjectAccessReview = serde_json::from_value(review_body(&p, namespace))
             .map_err(|e| crate::diag::Diag::api("nrl::k8s::decode", e.to_string()))?;
         let api: kube::Api<SelfSubjectAccessReview> = kube::Api::all(self.client.clone());
-        // A review creates nothing, so it is safe to retry.
         let pp = PostParams::default();
         let out = retry(Backoff::default(), || api.create(&pp, &review))
             .await
-            .map_err(|e| review_error(e, ns))?;
-        Ok(allowed(&out))
+            .map_err(|e| review_error(e, namespace))?;
+        Ok(Access::of(out))
     }
 
     /// [`can_i`](K8s::can_i) for another identity, by impersonation. `Ok(None)` when the
@@ -108,7 +133,7 @@ impl K8s {
         subject: &Subject,
         p: &Permission,
         ns: &str,
-    ) -> Result<Option<bool>> {
+    ) -> Result<Option<Access>> {
         let body = serde_json::to_vec(&review_body(p, ns))
             .map_err(|e| crate::diag::Diag::api("nrl::k8s::decode", e.to_string()))?;
         let make = || -> std::result::Result<http::Request<Vec<u8>>, kube::Error> {
@@ -131,7 +156,7 @@ impl K8s {
         })
         .await;
         match result {
-            Ok(r) => Ok(Some(allowed(&r))),
+            Ok(r) => Ok(Some(Access::of(r))),
             Err(e) if status_code(&e) == Some(403) => Ok(None),
             Err(e) => Err(review_error(e, ns)),
         }

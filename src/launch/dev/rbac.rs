@@ -143,14 +143,14 @@ const CONCURRENT_REVIEWS: usize = 8;
 /// The caller's missing permissions for the dev pod, as an error naming them all.
 pub async fn check_caller(k8s: &K8s, ns: &str) -> Result<()> {
     let perms = caller_permissions();
-    let answers: Vec<Result<bool>> = futures::stream::iter(perms.iter())
+    let answers: Vec<Result<crate::k8s::access::Access>> = futures::stream::iter(perms.iter())
         .map(|p| k8s.can_i(&p.verb, &p.group, &p.resource, ns))
         .buffered(CONCURRENT_REVIEWS)
         .collect()
         .await;
     let mut denied = Vec::new();
     for (p, a) in perms.iter().zip(answers) {
-        if !a? {
+        if !a?.allowed {
             denied.push(p.describe());
         }
     }
@@ -183,17 +183,18 @@ pub enum PodAccess {
 pub async fn check_pod_account(k8s: &K8s, ns: &str, service_account: &str) -> Result<PodAccess> {
     let subject = Subject::service_account(ns, service_account);
     let perms = pod_permissions();
-    let answers: Vec<Result<Option<bool>>> = futures::stream::iter(perms.iter())
-        .map(|p| k8s.can_i_as(&subject, p, ns))
-        .buffered(CONCURRENT_REVIEWS)
-        .collect()
-        .await;
+    let answers: Vec<Result<Option<crate::k8s::access::Access>>> =
+        futures::stream::iter(perms.iter())
+            .map(|p| k8s.can_i_as(&subject, p, ns))
+            .buffered(CONCURRENT_REVIEWS)
+            .collect()
+            .await;
     let mut missing = Vec::new();
     for (p, a) in perms.into_iter().zip(answers) {
         match a? {
             None => return Ok(PodAccess::Unknown),
-            Some(true) => {}
-            Some(false) => missing.push(p),
+            Some(access) if access.allowed => {}
+            Some(_) => missing.push(p),
         }
     }
     Ok(if missing.is_empty() {
