@@ -1,6 +1,7 @@
 //! `nrl dev …`: the personal dev pod. Parsing and printing only; the work is in
 //! `crate::launch::dev`.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -189,7 +190,7 @@ async fn cluster(t: &DevTargetArgs, pod: &DevPod) -> Result<K8s> {
     let k8s = K8s::connect(&crate::k8s::ConnectOptions {
         context: t.context.clone(),
         namespace: Some(pod.namespace.clone()),
-        kubeconfig: None,
+        ..Default::default()
     })
     .await?;
     eprintln!("{}", k8s.banner());
@@ -227,8 +228,7 @@ async fn setup_secrets(a: SetupSecretsArgs) -> Result<Exit> {
 async fn connect(a: ConnectArgs) -> Result<Exit> {
     let pod = resolve(&a.target, a.image.as_deref())?;
     let k8s = cluster(&a.target, &pod).await?;
-    let interactive = crate::k8s::terminal::is_terminal(libc::STDIN_FILENO)
-        && crate::k8s::terminal::is_terminal(libc::STDOUT_FILENO);
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let opts = dev::ConnectOptions {
         recreate: a.recreate,
         skip_rbac_check: a.skip_rbac_check,

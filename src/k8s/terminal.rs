@@ -61,12 +61,6 @@ pub fn window_size() -> Option<(u16, u16)> {
         })
 }
 
-/// Whether `fd` is a terminal.
-pub fn is_terminal(fd: RawFd) -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe { libc::isatty(fd) == 1 }
-}
-
 /// Reads stdin on its own thread and hands chunks over; `None` is end of input. The
 /// thread polls with a short timeout so it stops soon after the receiver is dropped or
 /// [`StdinReader::stop`] is called, instead of swallowing the user's next keystroke.
