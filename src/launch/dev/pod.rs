@@ -218,6 +218,13 @@ pub fn running_verdict(state: &PodState, pod: &str, ns: &str) -> Verdict<()> {
     match state {
         PodState::Running => Verdict::Done(()),
         PodState::Ended { .. } => Verdict::Fail(ended_error(state, pod, ns)),
+        PodState::Missing | PodState::Terminating => Verdict::Fail(
+            Diag::api(
+                "nrl::dev::pod_gone",
+                format!("dev pod {pod} was deleted while waiting for it to run"),
+            )
+            .help(format!("someone ran `nrl dev stop`? Run `nrl dev connect -n {ns}` again")),
+        ),
         PodState::Pending(reason) if HOPELESS.iter().any(|h| reason.starts_with(h)) => {
             Verdict::Fail(
                 Diag::api(
@@ -279,5 +286,10 @@ mod tests {
         );
         let gone = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Running"}});
         assert_eq!(pod_state(Some(&gone), "dev"), PodState::Terminating);
+        for st in [PodState::Terminating, PodState::Missing] {
+            assert!(
+                matches!(running_verdict(&st, "p", "ns"), Verdict::Fail(d) if d.code == "nrl::dev::pod_gone")
+            );
+        }
     }
 }
