@@ -9,6 +9,7 @@ pub mod check;
 pub mod cluster;
 pub mod common;
 pub mod dashboard;
+pub mod dev;
 pub mod job;
 pub mod logs;
 pub mod run;
@@ -36,6 +37,8 @@ pub enum Command {
     Job(job::JobArgs),
     /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
     Run(run::RunArgs),
+    /// Your personal CPU pod in the cluster: secrets, connect, stop.
+    Dev(dev::DevArgs),
 }
 
 /// Run a parsed command line.
@@ -47,5 +50,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Logs(args) => logs::run(args),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
+        Command::Dev(args) => dev::run(args),
     }
 }
