@@ -7,6 +7,7 @@ use crate::diag::{Exit, Result};
 
 pub mod check;
 pub mod common;
+pub mod doctor;
 pub mod job;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
@@ -21,6 +22,9 @@ pub struct Cli {
 pub enum Command {
     /// Load, render and validate a recipe + infra pair; never contacts a cluster.
     Check(check::CheckArgs),
+    /// Check a recipe + infra pair against the launch playbook's rules, offline and
+    /// against the cluster (read-only).
+    Doctor(doctor::DoctorArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
 }
@@ -29,6 +33,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
+        Command::Doctor(a) => doctor::run(a),
         Command::Job(args) => job::run(args),
     }
 }
