@@ -115,8 +115,13 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
                 report.merge(pre);
             }
             Err(d) => {
-                print!("{}", report.render(color, width));
-                return Err(d.note("the offline findings above were computed before the preflight failed; `--offline` skips it"));
+                print!(
+                    "{}",
+                    report.render_as(color, width, "doctor (offline rules only)")
+                );
+                return Err(d.note(
+                    "the preflight could not run; the offline rules' report is above (`--offline` skips the preflight)",
+                ));
             }
         }
     }

@@ -54,6 +54,10 @@ pub(crate) fn overrides_in(text: &str, span: Option<Span>) -> Vec<EntryOverride>
         let Some(c) = token_re().captures(token) else {
             continue;
         };
+        // Only `~key` may go without a value (`run.py` is a file, not an override).
+        if c.get(3).is_none() && c.get(1).is_none_or(|op| op.as_str() != "~") {
+            continue;
+        }
         let nth = occurrence(text, raw, at);
         out.push(EntryOverride {
             op: c.get(1).map_or("", |m| m.as_str()).to_string(),

@@ -82,13 +82,17 @@ impl Report {
 
     /// `doctor: 2 errors, 1 warning (1 silenced)` or `doctor: no problems found`.
     pub fn summary(&self) -> String {
+        self.summary_as("doctor")
+    }
+
+    fn summary_as(&self, title: &str) -> String {
         let e = self.errors().count();
         let w = self.warnings().count();
         let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
         let mut s = if e + w == 0 {
-            "doctor: no problems found".to_string()
+            format!("{title}: no problems found")
         } else {
-            format!("doctor: {}, {}", plural(e, "error"), plural(w, "warning"))
+            format!("{title}: {}, {}", plural(e, "error"), plural(w, "warning"))
         };
         if !self.silenced.is_empty() {
             s.push_str(&format!(" ({} silenced)", self.silenced.len()));
@@ -98,12 +102,17 @@ impl Report {
 
     /// Every finding as a miette report (errors first), then the summary line.
     pub fn render(&self, color: bool, width: usize) -> String {
+        self.render_as(color, width, "doctor")
+    }
+
+    /// [`Report::render`] with another summary title (`doctor (offline rules only)`).
+    pub fn render_as(&self, color: bool, width: usize, title: &str) -> String {
         let mut out = String::new();
         for f in &self.findings {
             out.push_str(&to_diag(f).render(color, width));
             out.push('\n');
         }
-        out.push_str(&self.summary());
+        out.push_str(&self.summary_as(title));
         out.push('\n');
         out
     }

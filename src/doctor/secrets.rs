@@ -97,7 +97,8 @@ fn secret_name(name: &str) -> bool {
 /// variable.
 fn literal(value: &str) -> bool {
     let v = value.trim();
-    !v.is_empty() && !(v.starts_with("$(") && v.ends_with(')')) && !v.starts_with("${")
+    let reference = v.starts_with("${") || (v.starts_with("$(") && v.ends_with(')'));
+    !v.is_empty() && !reference
 }
 
 /// Well-known token shapes (by prefix), or a long opaque string of letters and digits.

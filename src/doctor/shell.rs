@@ -38,12 +38,22 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
                     ),
                 )
                 .at(narrow(node.best_span(), raw, nth), "OmegaConf interpolation")
-                .fix(format!(
-                    "escape it as `\\{raw}` so the text reaches the shell, or use `${{oc.env:{name}}}` to read the pod's environment"
-                )),
+                .fix(fix(raw, name)),
             );
         }
     });
+}
+
+/// Read the pod's environment with `oc.env` (keeping a `:-` default), or escape.
+fn fix(raw: &str, name: &str) -> String {
+    let body = &raw[2..raw.len() - 1];
+    let env = match body[name.len()..].strip_prefix(":-") {
+        Some(default) => format!("${{oc.env:{name},{default}}}"),
+        None => format!("${{oc.env:{name}}}"),
+    };
+    format!(
+        "write `{env}` to read the variable from the pod's environment, or escape it as `\\{raw}` if the text itself is wanted"
+    )
 }
 
 /// Byte ranges of unescaped `${…}` whose contents look like a shell expansion: an
@@ -130,6 +140,8 @@ mod tests {
     #[test]
     fn shell_like_only_and_escapes_respected() {
         assert_eq!(found("${LOG_DIR}/x"), ["${LOG_DIR}"]);
+        assert!(fix("${TB:-/tmp/tb}", "TB").contains("`${oc.env:TB,/tmp/tb}`"));
+        assert!(fix("${LOG_DIR}", "LOG_DIR").contains("`\\${LOG_DIR}`"));
         assert_eq!(found("${tmp:-/tmp}"), ["${tmp:-/tmp}"]);
         assert_eq!(found("${HOME:=x} and ${A}"), ["${HOME:=x}", "${A}"]);
         assert!(found("\\${LOG_DIR}").is_empty());

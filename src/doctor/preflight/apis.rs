@@ -116,7 +116,7 @@ pub(super) async fn check(
                 n.kind
             )),
             GroupStatus::Served => match k8s.served_resources(&av).await? {
-                Some(list) if list.iter().any(|r| *r == n.plural) => None,
+                Some(list) if list.contains(&n.plural) => None,
                 _ => Some(format!("`{}` is not served in `{av}`", n.plural)),
             },
         };
@@ -155,4 +155,62 @@ pub(super) async fn kai_queue_resource(
         kind: "Queue".to_string(),
         plural: KAI_QUEUES.to_string(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroup, GroupVersionForDiscovery};
+
+    fn group(name: &str, versions: &[&str]) -> APIGroup {
+        APIGroup {
+            name: name.to_string(),
+            versions: versions
+                .iter()
+                .map(|v| GroupVersionForDiscovery {
+                    group_version: format!("{name}/{v}"),
+                    version: v.to_string(),
+                })
+                .collect(),
+            ..APIGroup::default()
+        }
+    }
+
+    fn manifest(av: &str, kind: &str) -> Node {
+        Node::from_json(
+            &serde_json::json!({"apiVersion": av, "kind": kind, "metadata": {"name": "x"}}),
+        )
+    }
+
+    #[test]
+    fn needed_apis_skip_built_in_groups_and_repeats() {
+        let m = [
+            manifest("ray.io/v1", "RayCluster"),
+            manifest("ray.io/v1", "RayCluster"),
+            manifest("apps/v1", "Deployment"),
+            manifest("v1", "Service"),
+            manifest("ray.io/v1", "RayJob"),
+            manifest("resource.nvidia.com/v1beta1", "ComputeDomain"),
+        ];
+        let kinds: Vec<_> = needed_apis(&m).into_iter().map(|n| n.kind).collect();
+        assert_eq!(kinds, ["RayCluster", "RayJob", "ComputeDomain"]);
+    }
+
+    #[test]
+    fn group_status_says_what_is_missing() {
+        let groups = APIGroupList {
+            groups: vec![group("ray.io", &["v1alpha1"]), group("apps", &["v1"])],
+        };
+        let need = needed_apis(&[manifest("ray.io/v1", "RayJob")]).remove(0);
+        assert_eq!(
+            group_status(&groups, &need),
+            GroupStatus::NoVersion(vec!["v1alpha1".into()])
+        );
+        let cd = needed_apis(&[manifest("resource.nvidia.com/v1beta1", "ComputeDomain")]).remove(0);
+        assert_eq!(group_status(&groups, &cd), GroupStatus::NoGroup);
+        let groups = APIGroupList {
+            groups: vec![group("ray.io", &["v1", "v1alpha1"])],
+        };
+        assert_eq!(group_status(&groups, &need), GroupStatus::Served);
+    }
 }

@@ -241,3 +241,95 @@ pub fn queues(manifests: &[Node]) -> Vec<QueueRef> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::source::{SourceKind, add_source};
+    use crate::config::yaml::parse_source;
+
+    fn docs(text: &str) -> Vec<Node> {
+        text.split("\n---\n")
+            .map(|d| {
+                let id = add_source("refs.yaml", None, d.to_string(), SourceKind::Text);
+                parse_source(id).expect("yaml")
+            })
+            .collect()
+    }
+
+    const MANIFESTS: &str = r#"apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: rc, namespace: ns}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        serviceAccountName: sa
+        imagePullSecrets: [{name: pull}]
+        volumes:
+          - {name: a, persistentVolumeClaim: {claimName: data}}
+          - {name: b, secret: {secretName: opt, optional: true}}
+          - {name: c, configMap: {name: cm}}
+          - name: d
+            projected: {sources: [{secret: {name: proj}}]}
+        containers:
+          - name: h
+            env:
+              - {name: T, valueFrom: {secretKeyRef: {name: tok, key: t}}}
+              - {name: O, valueFrom: {secretKeyRef: {name: opt2, key: t, optional: true}}}
+            envFrom: [{secretRef: {name: user-secrets, optional: true}}, {configMapRef: {name: cm}}]
+  workerGroupSpecs:
+    - groupName: g
+      template:
+        metadata: {labels: {kai.scheduler/queue: rl}}
+        spec:
+          serviceAccountName: sa
+          resourceClaims:
+            - {name: compute-domain-channel, resourceClaimTemplateName: compute-domain-rc-training}
+            - {name: roce-channel, resourceClaimTemplateName: roce-rc-training}
+            - {name: x, resourceClaimTemplateName: site-template}
+          containers: [{name: w}]
+---
+apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata: {name: compute-domain-rc-training}
+spec: {channel: {resourceClaimTemplate: {name: compute-domain-rc-training}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: roce-rc-training}
+spec: {}"#;
+
+    #[test]
+    fn collects_required_references_once_with_every_use() {
+        let m = docs(MANIFESTS);
+        let refs = references(&m, "default");
+        let got: Vec<(&str, &str)> = refs.iter().map(|r| (r.kind, r.name.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("ServiceAccount", "sa"),
+                ("Secret", "pull"),
+                ("PersistentVolumeClaim", "data"),
+                ("ConfigMap", "cm"),
+                ("Secret", "proj"),
+                ("Secret", "tok"),
+                ("ResourceClaimTemplate", "site-template"),
+            ]
+        );
+        assert!(refs.iter().all(|r| r.namespace == "ns"));
+        let sa = &refs[0];
+        assert_eq!(sa.uses.len(), 2, "{:?}", sa.uses);
+        assert!(
+            sa.uses[1]
+                .by
+                .contains("workerGroupSpecs[0] (g) serviceAccountName")
+        );
+        let cm = &refs[3];
+        assert_eq!(cm.uses.len(), 2, "volume and envFrom");
+        assert_eq!(cm.uses[0].span.map(|s| s.text()).as_deref(), Some("cm"));
+        let q = queues(&m);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q[0].name, "rl");
+    }
+}
