@@ -9,6 +9,7 @@ pub mod check;
 pub mod common;
 pub mod doctor;
 pub mod job;
+pub mod run;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -27,6 +28,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
+    /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
+    Run(run::RunArgs),
 }
 
 /// Run a parsed command line.
@@ -35,5 +38,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Check(a) => check::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Job(args) => job::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
