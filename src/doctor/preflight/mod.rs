@@ -17,10 +17,10 @@ pub mod refs;
 
 use futures::future::join_all;
 
+use super::Finding;
 use super::allow::Allows;
 use super::report::Report;
 use super::rules::{ACCESS_DENIED, KAI_QUEUE_MISSING, MISSING_OBJECT, PREFLIGHT_UNCHECKED};
-use super::{Finding, dedupe};
 use crate::config::layers::LoadedConfig;
 use crate::config::node::Node;
 use crate::config::source::Span;
@@ -54,7 +54,7 @@ pub async fn preflight_findings(
     objects(k8s, manifests, &mut out).await?;
     access(k8s, manifests, anchor, &mut out).await?;
     kai_queues(k8s, &groups, manifests, &mut out).await?;
-    Ok(dedupe(out))
+    Ok(out)
 }
 
 fn forbidden(d: &Diag) -> bool {
@@ -79,6 +79,16 @@ fn missing_fix(r: &ObjRef) -> String {
         "PersistentVolumeClaim" => format!(
             "create the PVC in namespace `{ns}` or fix `claimName` (`kubectl get pvc -n {ns}` lists what exists)"
         ),
+        "Secret"
+            if r.uses
+                .iter()
+                .all(|u| u.by.ends_with("imagePullSecrets[].name")) =>
+        {
+            format!(
+                "create the pull secret (`kubectl create secret docker-registry {} -n {ns} …`) or fix infra `imagePullSecrets`",
+                r.name
+            )
+        }
         "Secret" => format!(
             "create it (`kubectl create secret generic {} -n {ns} …`), fix the name, or mark the reference `optional: true`",
             r.name
