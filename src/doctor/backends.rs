@@ -4,7 +4,7 @@
 use regex::Regex;
 use std::sync::OnceLock;
 
-use super::effective::{EntryOverride, effective, entrypoint_overrides, truthy};
+use super::effective::{EntryOverride, effective, truthy};
 use super::pods::quantity;
 use super::rules::{DTENSOR_ONLY_OVERRIDE, TWO_BACKENDS};
 use super::{Ctx, Finding, Severity};
@@ -18,8 +18,8 @@ const DTENSOR_ONLY: &[&str] = &[
 ];
 
 pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
-    let ovs = entrypoint_overrides(ctx.cfg);
-    let Some(megatron) = effective(ctx.cfg, &ovs, MEGATRON).filter(|e| truthy(&e.value)) else {
+    let ovs = ctx.entry_overrides();
+    let Some(megatron) = effective(ctx.cfg, ovs, MEGATRON).filter(|e| truthy(&e.value)) else {
         return;
     };
     let megatron_label = if megatron.from_entrypoint {
@@ -27,12 +27,12 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
     } else {
         "Megatron enabled here"
     };
-    dtensor_only(ctx, &ovs, megatron.span, megatron_label, out);
+    dtensor_only(ctx, ovs, megatron.span, megatron_label, out);
 
-    let Some(dtensor) = effective(ctx.cfg, &ovs, DTENSOR).filter(|e| truthy(&e.value)) else {
+    let Some(dtensor) = effective(ctx.cfg, ovs, DTENSOR).filter(|e| truthy(&e.value)) else {
         return;
     };
-    let Some(why_moe) = moe(ctx, &ovs) else {
+    let Some(why_moe) = moe(ctx, ovs) else {
         return;
     };
     out.push(
@@ -88,7 +88,7 @@ fn dtensor_only(
         };
         out.push(
             finding(&text, &why, severity)
-                .at(ov.span, "DTensor-only override in the entrypoint")
+                .at(ov.span(), "DTensor-only override in the entrypoint")
                 .also(megatron_span, megatron_label),
         );
     }

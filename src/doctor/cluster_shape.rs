@@ -5,7 +5,7 @@
 //! or nodes that never come. Asking for less is a warning: the extra GPUs or workers sit
 //! idle unless something else (Gym judges, servers) uses them.
 
-use super::effective::{Effective, EntryOverride, effective, entrypoint_overrides};
+use super::effective::{Effective, EntryOverride, effective};
 use super::pods::{GroupKind, PodSite, cluster_pods, group_name, training_cluster};
 use super::rules::{GPU_MISMATCH, NODE_COUNT_MISMATCH};
 use super::{Ctx, Finding, Severity};
@@ -28,15 +28,15 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
         return;
     }
     let gpu_workers: Vec<&PodSite> = workers.iter().filter(|p| p.gpus().0 > 0).collect();
-    let ovs = entrypoint_overrides(ctx.cfg);
-    gpus(ctx, &ovs, &cluster.desc, &gpu_workers, out);
+    let ovs = ctx.entry_overrides();
+    gpus(ctx, ovs, &cluster.desc, &gpu_workers, out);
     // Without GPU workers the recipe's nodes are whatever workers there are.
     let counted: Vec<&PodSite> = if gpu_workers.is_empty() {
         workers.iter().collect()
     } else {
         gpu_workers
     };
-    nodes(ctx, &ovs, &cluster.desc, &counted, out);
+    nodes(ctx, ovs, &cluster.desc, &counted, out);
 }
 
 fn int_of(e: &Effective) -> Option<i64> {

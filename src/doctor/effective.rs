@@ -2,9 +2,6 @@
 //! overrides applied, interpolations resolved where possible), unless the entrypoint
 //! passes a Hydra override for the key (`python run_grpo.py … cluster.num_nodes=58`).
 
-use regex::Regex;
-use std::sync::OnceLock;
-
 use crate::config::interp;
 use crate::config::layers::LoadedConfig;
 use crate::config::node::{Node, Value};
@@ -19,16 +16,55 @@ pub struct EntryOverride {
     pub op: String,
     pub key: String,
     pub value: Option<String>,
-    /// The token in the infra file (the whole entrypoint when it cannot be found).
-    pub span: Option<Span>,
+    /// The token as written, which occurrence of it, and the entrypoint's span: the token's
+    /// own span is worked out only when a finding needs it.
+    raw: String,
+    nth: usize,
+    entrypoint: Option<Span>,
 }
 
-fn token_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"^(~|\+\+|\+)?([A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)+)(?:=(.*))?$")
-            .expect("static regex")
-    })
+impl EntryOverride {
+    /// The token in the infra file (the whole entrypoint when it cannot be found).
+    pub fn span(&self) -> Option<Span> {
+        narrow(self.entrypoint, &self.raw, self.nth)
+    }
+}
+
+/// `(op, key, value)` of a Hydra override token with a dotted key (`a.b=1`, `~a.b`,
+/// `++a.b=x`); `None` for anything else (`run.py`, `--flag`, `X=1`).
+fn parse_token(token: &str) -> Option<(&str, &str, Option<&str>)> {
+    let op = ["++", "+", "~"]
+        .into_iter()
+        .find(|p| token.starts_with(p))
+        .unwrap_or("");
+    let rest = &token[op.len()..];
+    let (key, value) = match rest.split_once('=') {
+        Some((k, v)) => (k, Some(v)),
+        None => (rest, None),
+    };
+    // Only `~key` may go without a value (`run.py` is a file, not an override).
+    if value.is_none() && op != "~" {
+        return None;
+    }
+    let mut segs = key.split('.');
+    let first = segs.next()?;
+    let first_ok = first
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let seg_ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let mut n = 1;
+    for seg in segs {
+        if !seg_ok(seg) {
+            return None;
+        }
+        n += 1;
+    }
+    (first_ok && seg_ok(first) && n > 1).then_some((op, key, value))
 }
 
 /// Dotted-key override tokens of the training entrypoint, in order.
@@ -51,19 +87,17 @@ pub(crate) fn overrides_in(text: &str, span: Option<Span>) -> Vec<EntryOverride>
         let at = text[offset..].find(raw).map_or(offset, |i| offset + i);
         offset = at + raw.len();
         let token = raw.trim_matches(|c| c == '"' || c == '\'');
-        let Some(c) = token_re().captures(token) else {
+        let Some((op, key, value)) = parse_token(token) else {
             continue;
         };
-        // Only `~key` may go without a value (`run.py` is a file, not an override).
-        if c.get(3).is_none() && c.get(1).is_none_or(|op| op.as_str() != "~") {
-            continue;
-        }
         let nth = occurrence(text, raw, at);
         out.push(EntryOverride {
-            op: c.get(1).map_or("", |m| m.as_str()).to_string(),
-            key: c[2].to_string(),
-            value: c.get(3).map(|m| m.as_str().to_string()),
-            span: narrow(span, raw, nth),
+            op: op.to_string(),
+            key: key.to_string(),
+            value: value.map(str::to_string),
+            raw: raw.to_string(),
+            nth,
+            entrypoint: span,
         });
     }
     out
@@ -89,7 +123,7 @@ pub fn effective(cfg: &LoadedConfig, ovs: &[EntryOverride], path: &str) -> Optio
         let value = parse_scalar(ov.value.as_deref()?)?;
         return Some(Effective {
             value,
-            span: ov.span,
+            span: ov.span(),
             from_entrypoint: true,
         });
     }

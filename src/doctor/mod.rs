@@ -160,6 +160,15 @@ pub(crate) struct Ctx<'a> {
     pub cfg: &'a LoadedConfig,
     pub manifests: &'a [Node],
     pub opts: &'a Options,
+    entry_overrides: std::cell::OnceCell<Vec<effective::EntryOverride>>,
+}
+
+impl Ctx<'_> {
+    /// The Hydra overrides the training entrypoint passes (parsed once).
+    pub fn entry_overrides(&self) -> &[effective::EntryOverride] {
+        self.entry_overrides
+            .get_or_init(|| effective::entrypoint_overrides(self.cfg))
+    }
 }
 
 /// The offline rules over a loaded pair and its rendered manifests (from
@@ -183,6 +192,7 @@ pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) 
         cfg,
         manifests,
         opts,
+        entry_overrides: std::cell::OnceCell::new(),
     };
     let mut out = Vec::new();
     cluster_shape::check(&ctx, &mut out);

@@ -2,9 +2,6 @@
 //! (readable by anyone who can read the namespace's objects) and in the RayJob entrypoint;
 //! a Secret referenced through `secretKeyRef` or `envFrom` does not.
 
-use regex::Regex;
-use std::sync::OnceLock;
-
 use super::pods::pods;
 use super::rules::LITERAL_SECRET;
 use super::text::mask;
@@ -102,30 +99,52 @@ fn literal(value: &str) -> bool {
 }
 
 /// Well-known token shapes (by prefix), or a long opaque string of letters and digits.
+/// Plain string checks: this runs in every `nrl check`, where compiling regexes would
+/// cost more than the rest of the doctor.
 fn token_kind(value: &str) -> Option<&'static str> {
-    static KNOWN: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
-    let known = KNOWN.get_or_init(|| {
-        [
-            (r"^hf_[A-Za-z0-9]{30,}$", "a Hugging Face token"),
-            (r"^(ghp|gho|ghs|ghu)_[A-Za-z0-9]{30,}$", "a GitHub token"),
-            (r"^github_pat_[A-Za-z0-9_]{40,}$", "a GitHub token"),
-            (r"^glpat-[A-Za-z0-9_\-]{20,}$", "a GitLab token"),
-            (r"^nvapi-[A-Za-z0-9_\-]{30,}$", "an NVIDIA API key"),
-            (r"^sk-[A-Za-z0-9_\-]{20,}$", "an API key"),
-            (r"^xox[abprs]-[A-Za-z0-9\-]{10,}$", "a Slack token"),
-            (r"^AKIA[0-9A-Z]{16}$", "an AWS access key"),
-            (
-                r"^[0-9a-f]{40}$",
-                "a 40-hex-digit API key (W&B keys look like this)",
-            ),
-        ]
-        .into_iter()
-        .map(|(re, what)| (Regex::new(re).expect("static regex"), what))
-        .collect()
-    });
     let v = value.trim();
-    if let Some((_, what)) = known.iter().find(|(re, _)| re.is_match(v)) {
+    let tail_ok = |prefix: &str, min: usize, extra: &str| {
+        v.strip_prefix(prefix).is_some_and(|t| {
+            t.len() >= min
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+        })
+    };
+    const KNOWN: &[(&str, usize, &str, &str)] = &[
+        ("hf_", 30, "", "a Hugging Face token"),
+        ("ghp_", 30, "", "a GitHub token"),
+        ("gho_", 30, "", "a GitHub token"),
+        ("ghs_", 30, "", "a GitHub token"),
+        ("ghu_", 30, "", "a GitHub token"),
+        ("github_pat_", 40, "_", "a GitHub token"),
+        ("glpat-", 20, "_-", "a GitLab token"),
+        ("nvapi-", 30, "_-", "an NVIDIA API key"),
+        ("sk-", 20, "_-", "an API key"),
+        ("xoxa-", 10, "-", "a Slack token"),
+        ("xoxb-", 10, "-", "a Slack token"),
+        ("xoxp-", 10, "-", "a Slack token"),
+        ("xoxr-", 10, "-", "a Slack token"),
+        ("xoxs-", 10, "-", "a Slack token"),
+    ];
+    if let Some((_, _, _, what)) = KNOWN
+        .iter()
+        .find(|(prefix, min, extra, _)| tail_ok(prefix, *min, extra))
+    {
         return Some(what);
+    }
+    let aws = v.len() == 20
+        && v.starts_with("AKIA")
+        && v[4..]
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    if aws {
+        return Some("an AWS access key");
+    }
+    if v.len() == 40
+        && v.chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    {
+        return Some("a 40-hex-digit API key (W&B keys look like this)");
     }
     let opaque = v.len() >= 32
         && v.chars()
@@ -160,6 +179,16 @@ mod tests {
         assert!(token_kind("hf_abcdefghijklmnopqrstuvwxyz0123456789").is_some());
         assert!(token_kind("0123456789abcdef0123456789abcdef01234567").is_some());
         assert!(token_kind("aB3dE5gH7jK9mN1pQ3sT5vW7xY9zA1cD").is_some());
+        assert_eq!(
+            token_kind("AKIAABCDEFGHIJKLMNOP"),
+            Some("an AWS access key")
+        );
+        assert_eq!(
+            token_kind("nvapi-abcdefghijklmnopqrstuvwxyz0123"),
+            Some("an NVIDIA API key")
+        );
+        assert!(token_kind("hf_short").is_none());
+        assert!(token_kind("sk-with spaces in it and more text").is_none());
         for v in [
             "/mnt/rl-workspace/alice/hf-cache",
             "WARN",
