@@ -141,7 +141,13 @@ fn literal_secret() {
         ],
     );
     assert_eq!(found(&r), one("literal_secret", Error));
-    // The base pair reads HF_TOKEN through secretKeyRef: clean (see the_base_pair_is_clean).
+    // The base pair reads HF_TOKEN through secretKeyRef; launch.env without secrets is fine.
+    let ok = report(
+        "recipe.yaml",
+        "infra.yaml",
+        &["infra.launch.env.WANDB_PROJECT=grpo"],
+    );
+    assert!(ok.is_empty(), "{}", render(&ok));
 }
 
 #[test]
@@ -262,6 +268,16 @@ fn webhook_conflict() {
         ]
     );
     insta::assert_snapshot!("webhook_conflict", render(&r));
+    // Only those two fields: other requests and probes are fine.
+    let ok = report(
+        "recipe.yaml",
+        "infra.yaml",
+        &[
+            "infra.kuberay.training.spec.headGroupSpec.template.spec.containers.0.resources.requests={cpu: '8'}",
+            "infra.kuberay.training.spec.headGroupSpec.template.spec.containers.0.livenessProbe={exec: {command: ['true']}}",
+        ],
+    );
+    assert!(ok.is_empty(), "{}", render(&ok));
 }
 
 #[test]
@@ -270,6 +286,14 @@ fn no_tolerations() {
     assert_eq!(found(&r), one("no_tolerations", Warning));
     assert!(!r.has_errors());
     insta::assert_snapshot!("no_tolerations", render(&r));
+    let ok = report(
+        "recipe.yaml",
+        "no_tolerations.infra.yaml",
+        &[
+            "infra.kuberay.training.spec.workerGroupSpecs.0.template.spec.tolerations=[{key: nvidia.com/gpu, operator: Exists}]",
+        ],
+    );
+    assert!(ok.is_empty(), "{}", render(&ok));
 }
 
 #[test]
@@ -299,6 +323,14 @@ fn kai_topology_partial() {
     let r = report("recipe.yaml", "kai_topology.infra.yaml", &[]);
     assert_eq!(found(&r), one("kai_topology_partial", Error));
     insta::assert_snapshot!("kai_topology_partial", render(&r));
+    let ok = report(
+        "recipe.yaml",
+        "kai_topology.infra.yaml",
+        &[
+            "infra.kuberay.training.spec.workerGroupSpecs.1.template.metadata={annotations: {kai.scheduler/topology: gb300-topology}}",
+        ],
+    );
+    assert!(ok.is_empty(), "{}", render(&ok));
 }
 
 #[test]
