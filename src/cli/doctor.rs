@@ -21,7 +21,15 @@ use crate::render::rayjob::RayJobOptions;
 /// points at, `# nrl: allow-file CODE` anywhere in the file, or `doctor: {allow: [CODE]}`
 /// in ~/.config/nrl/defaults.yaml.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(after_help = "\
+Silence a finding with `# nrl: allow CODE[, CODE…] [reason]` at the end of the line it points
+at (or alone on the line above it), `# nrl: allow-file CODE` anywhere in a file, or
+`doctor: {allow: [CODE]}` in ~/.config/nrl/defaults.yaml. Codes: `nrl doctor --rules`.
+
+Exit codes: 0 no errors (warnings may be listed), 2 errors found or bad input, 3 the
+cluster could not be reached.
+
+Examples:
   nrl doctor recipe.yaml --infra infra.yaml
   nrl doctor recipe.yaml --infra infra.yaml --offline
   nrl doctor recipe.yaml --infra infra.yaml --context prod-gb300 cluster.num_nodes=8

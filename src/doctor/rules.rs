@@ -67,12 +67,12 @@ pub const RULES: &[Rule] = &[
     offline(
         GPU_MISMATCH,
         Error,
-        "recipe cluster.gpus_per_node differs from the worker pods' nvidia.com/gpu limit",
+        "recipe cluster.gpus_per_node differs from the worker pods' nvidia.com/gpu limit (a warning when the pods have more)",
     ),
     offline(
         NODE_COUNT_MISMATCH,
         Error,
-        "recipe cluster.num_nodes differs from the total GPU worker replicas",
+        "recipe cluster.num_nodes differs from the total GPU worker replicas (a warning when there are more workers)",
     ),
     offline(
         LITERAL_SECRET,
@@ -87,7 +87,7 @@ pub const RULES: &[Rule] = &[
     offline(
         DTENSOR_ONLY_OVERRIDE,
         Error,
-        "a Megatron recipe with DTensor-only optimizer overrides (~policy.optimizer.kwargs.foreach/fused)",
+        "a Megatron recipe with DTensor-only optimizer overrides (~policy.optimizer.kwargs.foreach/fused; a warning when they only do nothing)",
     ),
     offline(
         TWO_BACKENDS,
