@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod common;
 pub mod dashboard;
 pub mod dev;
+pub mod doctor;
 pub mod job;
 pub mod logs;
 pub mod run;
@@ -33,6 +34,9 @@ pub enum Command {
     Status(status::StatusArgs),
     /// A role's daemon job log, or its head or worker pod's log.
     Logs(logs::LogsArgs),
+    /// Check a recipe + infra pair against the launch playbook's rules, offline and
+    /// against the cluster (read-only).
+    Doctor(doctor::DoctorArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
@@ -48,6 +52,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Cluster(args) => cluster::run(args),
         Command::Status(args) => status::run(args),
         Command::Logs(args) => logs::run(args),
+        Command::Doctor(a) => doctor::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Dev(args) => dev::run(args),

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod client;
+pub mod discovery;
 pub mod errors;
 pub mod exec;
 pub mod logs;
