@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod doctor;
 pub mod gym;
 pub mod k8s;
 pub mod launch;

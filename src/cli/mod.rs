@@ -9,6 +9,8 @@ pub mod check;
 pub mod cluster;
 pub mod common;
 pub mod dashboard;
+pub mod dev;
+pub mod doctor;
 pub mod gym;
 pub mod job;
 pub mod logs;
@@ -33,10 +35,15 @@ pub enum Command {
     Status(status::StatusArgs),
     /// A role's daemon job log, or its head or worker pod's log.
     Logs(logs::LogsArgs),
+    /// Check a recipe + infra pair against the launch playbook's rules, offline and
+    /// against the cluster (read-only).
+    Doctor(doctor::DoctorArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
     Run(run::RunArgs),
+    /// Your personal CPU pod in the cluster: secrets, connect, stop.
+    Dev(dev::DevArgs),
     /// Run NeMo Gym benchmarks as Kubernetes Jobs: render, submit, status, logs, cancel.
     Gym(gym::GymArgs),
 }
@@ -48,8 +55,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Cluster(args) => cluster::run(args),
         Command::Status(args) => status::run(args),
         Command::Logs(args) => logs::run(args),
+        Command::Doctor(a) => doctor::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
+        Command::Dev(args) => dev::run(args),
         Command::Gym(args) => gym::run(args),
     }
 }

@@ -1,7 +1,10 @@
 //! Kubernetes through kube-rs: connect, server-side apply, get/list/delete, watch-based
-//! waits, pod logs, port-forward and exec. Knows nothing about recipes.
+//! waits, pod logs, port-forward, exec (collected or attached to the terminal) and access
+//! reviews. Knows nothing about recipes.
 
+pub mod access;
 pub mod client;
+pub mod discovery;
 pub mod errors;
 pub mod exec;
 pub mod logs;
@@ -13,6 +16,7 @@ pub mod terminal;
 pub mod wait;
 pub mod watch;
 
+pub use access::{Access, Permission, Subject};
 pub use client::{ConnectOptions, K8s};
 pub use exec::{AttachedIo, ExecOutput};
 pub use logs::LogOptions;

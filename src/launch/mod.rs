@@ -4,6 +4,7 @@ pub mod check;
 pub mod cluster;
 pub mod daemon;
 pub mod dashboard;
+pub mod dev;
 pub mod health;
 pub mod inspect;
 pub mod local;
