@@ -9,3 +9,4 @@ pub mod k8s;
 pub mod launch;
 pub mod ray;
 pub mod render;
+pub mod script;
