@@ -52,14 +52,17 @@ pub fn cancelled() -> Box<EvalAltResult> {
 struct Frame {
     source: String,
     pos: Position,
+    /// Label text at the call site.
     text: String,
+    /// What was called, for the one-line chain.
+    callee: String,
 }
 
 /// A compile (syntax) error of the main script.
 pub fn parse_error(host: &Host, source_name: &str, err: &ParseError) -> Diag {
     let mut d = Diag::new(CODE_COMPILE, format!("syntax error: {}", err.err_type()));
     d = d.label(span_at(host, source_name, err.position()), "here");
-    d.help("fix the syntax; `nrl script --builtins` lists the built-in functions")
+    d.help("Rhai reports the first syntax error only: fix it and run again")
 }
 
 /// Any error that ended a run.
@@ -70,15 +73,16 @@ pub fn eval_error(host: &Host, main_source: &str, err: &EvalAltResult) -> Diag {
     loop {
         match e {
             EvalAltResult::ErrorInFunctionCall(name, fn_source, inner, pos) => {
-                let what = if name.starts_with("anon$") {
-                    "in a closure called here".to_string()
+                let callee = if name.starts_with("anon$") {
+                    "a closure".to_string()
                 } else {
-                    format!("in `{name}`, called here")
+                    format!("`{name}`")
                 };
                 frames.push(Frame {
                     source: current.clone(),
                     pos: *pos,
-                    text: what,
+                    text: format!("in {callee}, called here"),
+                    callee,
                 });
                 if !fn_source.is_empty() {
                     current = fn_source.clone();
@@ -90,6 +94,7 @@ pub fn eval_error(host: &Host, main_source: &str, err: &EvalAltResult) -> Diag {
                     source: current.clone(),
                     pos: *pos,
                     text: format!("while importing `{path}`"),
+                    callee: format!("import `{path}`"),
                 });
                 current = host.import_source(path).unwrap_or_else(|| path.clone());
                 e = inner;
@@ -104,13 +109,14 @@ pub fn eval_error(host: &Host, main_source: &str, err: &EvalAltResult) -> Diag {
     for f in frames.iter().rev() {
         let span = span_at(host, &f.source, f.pos);
         d = d.label(span, f.text.clone());
-        chain.push(format!("{} ({})", f.text, location(host, &f.source, f.pos)));
+        chain.push(format!(
+            "{} at {}",
+            f.callee,
+            location(host, &f.source, f.pos)
+        ));
     }
     if !chain.is_empty() {
-        d = d.note(format!(
-            "call chain, innermost first: {}",
-            chain.join(" <- ")
-        ));
+        d = d.note(format!("called through {}", chain.join(" <- ")));
     }
     d
 }
