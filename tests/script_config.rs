@@ -165,7 +165,7 @@ fn the_rayjob_of_a_run_stages_the_recipe() {
            print(j.spec.entrypoint.contains("export NRL_RUN_ID=r-1"));
            print(j.validate().len());
            let generated = cfg.rayjob();
-           print(generated.spec.entrypoint.contains("NRL_RUN_ID=alice-quickstart-"));
+           print(generated.spec.entrypoint.contains("NRL_RUN_ID=recipe-"));
            try { cfg.rayjob(#{ttll: 5}) } catch (e) { print(e.help) }
            try { cfg.rayjob(#{ttl: "soon"}) } catch (e) { print(e.message) }"#,
     );

@@ -1,4 +1,11 @@
 //! Orchestration: composes config, render, k8s and ray into the things users run.
 
 pub mod check;
+pub mod local;
+pub mod process;
+pub mod ray_run;
 pub mod rayjob;
+pub mod records;
+pub mod run;
+pub mod runid;
+pub mod stage;

@@ -47,33 +47,14 @@ pub struct RayJob {
     log: Arc<Mutex<String>>,
 }
 
-/// `<prefix>-<UTC yyyymmdd-hhmmss>-<4 hex>`: sortable, unique enough, a valid run id.
-pub fn new_run_id(prefix: &str) -> String {
-    let clean: String = prefix
-        .to_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(40)
-        .collect();
-    let clean = clean.trim_matches('-');
-    let ts = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S");
-    let prefix = if clean.is_empty() { "run" } else { clean };
-    format!("{prefix}-{ts}-{:04x}", fastrand::u16(..))
-}
-
 #[export_module]
 pub mod launch_module {
     use super::*;
 
-    /// A fresh run id: `<prefix>-<UTC time>-<random>`.
+    /// A fresh run id: `<prefix>-<UTC yyyymmdd-hhmmss>-<4 random>` (a DNS label of at
+    /// most 40 characters; the prefix is cleaned and shortened as for recipe names).
     pub fn new_run_id(prefix: &str) -> String {
-        super::new_run_id(prefix)
+        crate::launch::runid::generate(std::path::Path::new(prefix))
     }
 
     /// Launch the pair as an ephemeral RayJob (training cluster; the cluster goes away
@@ -401,21 +382,4 @@ fn follow_driver(h: &Host, j: &RayJob) -> RhaiResult<Map> {
         ),
     }
     wait_terminal(h, j, DEFAULT_TIMEOUT)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn run_ids_are_valid_and_prefixed() {
-        let id = new_run_id("Alice_Quickstart!");
-        assert!(id.starts_with("alice-quickstart-"), "{id}");
-        assert!(id.len() <= 63);
-        assert!(
-            id.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        );
-        assert!(new_run_id("").starts_with("run-"));
-    }
 }

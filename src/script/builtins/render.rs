@@ -142,22 +142,17 @@ pub fn run_options(options: &Map, extra: &[&str]) -> Result<RunOptions> {
     Ok(out)
 }
 
-/// The RayJob manifest of a run of `cfg`.
+/// The RayJob manifest of a run of `cfg` (the path `nrl run --dry-run` takes): the given
+/// run id (validated) or a fresh one from the recipe's name.
 pub fn rayjob_of(cfg: &Config, opts: &RunOptions) -> Result<(String, Manifest)> {
-    let loaded = cfg.loaded();
     let run_id = match &opts.run_id {
-        Some(id) => id.clone(),
-        None => {
-            let prefix = loaded
-                .infra
-                .kuberay
-                .get(crate::config::schema::Role::Training)
-                .map(|c| c.name.clone())
-                .unwrap_or_else(|| "nrl".to_string());
-            super::launch::new_run_id(&prefix)
+        Some(id) => {
+            crate::launch::runid::validate(id)?;
+            id.clone()
         }
+        None => crate::launch::runid::generate(&cfg.request().recipe),
     };
-    let node = crate::launch::rayjob::rayjob_manifest(loaded, &run_id, &opts.rayjob)?;
+    let node = crate::launch::rayjob::rayjob_manifest(cfg.loaded(), &run_id, &opts.rayjob)?;
     Ok((run_id, Manifest::new(node)))
 }
 

@@ -1,0 +1,512 @@
+//! The simulated controllers: RayJob lifecycle, RayCluster failure, batch Jobs with retries and
+//! sidecars, Deployments, deletion and garbage collection.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams, PropagationPolicy};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::wait::await_condition;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn ar(group: &str, version: &str, kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
+}
+
+fn rayjob(name: &str, shutdown: bool, ttl: i64) -> DynamicObject {
+    let mut rj = DynamicObject::new(name, &ar("ray.io", "v1", "RayJob"));
+    let tmpl =
+        |c: &str| json!({"spec": {"containers": [{"name": c, "image": "rayproject/ray:2.60.0"}]}});
+    rj.data = json!({"spec": {
+        "entrypoint": "python train.py",
+        "submissionMode": "HTTPMode",
+        "shutdownAfterJobFinishes": shutdown,
+        "ttlSecondsAfterFinished": ttl,
+        "rayClusterSpec": {
+            "headGroupSpec": {"template": tmpl("ray-head")},
+            "workerGroupSpecs": [{"groupName": "w", "replicas": 1, "template": tmpl("ray-worker")}]
+        }
+    }});
+    rj
+}
+
+fn status_of(obj: Option<&DynamicObject>, key: &str) -> Option<String> {
+    obj?.data
+        .pointer(&format!("/status/{key}"))?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn job_json(name: &str, backoff_limit: i64) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "labels": {"run": "r1"}},
+        "spec": {"backoffLimit": backoff_limit, "template": {"spec": {
+            "restartPolicy": "Never",
+            "initContainers": [{"name": "vllm", "image": "vllm:1", "restartPolicy": "Always"}],
+            "containers": [{"name": "driver", "image": "gym:1"}]
+        }}}
+    })
+}
+
+#[tokio::test]
+async fn rayjob_runs_to_completion_and_its_cluster_is_shut_down() {
+    let (fake, client) = setup().await;
+    fake.set_rayjob_script(
+        "train",
+        RayJobScript::succeeds().with_logs(&["step 1", "done"]),
+    );
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    rjs.create(&PostParams::default(), &rayjob("train", true, 60))
+        .await
+        .unwrap();
+
+    let seen = std::sync::Mutex::new(Vec::<String>::new());
+    let record = |obj: Option<&DynamicObject>| {
+        let mut seen = seen.lock().unwrap();
+        if let Some(s) = status_of(obj, "jobDeploymentStatus")
+            && seen.last() != Some(&s)
+        {
+            seen.push(s);
+        }
+    };
+    let done = tokio::time::timeout(
+        Duration::from_secs(5),
+        await_condition(rjs.clone(), "train", |o: Option<&DynamicObject>| {
+            record(o);
+            status_of(o, "jobDeploymentStatus").as_deref() == Some("Complete")
+        }),
+    )
+    .await
+    .expect("complete in time")
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        status_of(Some(&done), "jobStatus").as_deref(),
+        Some("SUCCEEDED")
+    );
+    let cluster = status_of(Some(&done), "rayClusterName").unwrap();
+    assert!(
+        cluster.starts_with("train-") && cluster.len() == "train-".len() + 5,
+        "{cluster}"
+    );
+    assert!(
+        status_of(Some(&done), "jobId")
+            .unwrap()
+            .starts_with("train-")
+    );
+    assert_eq!(
+        status_of(Some(&done), "dashboardURL").as_deref(),
+        Some("train-head-svc.default.svc.cluster.local:8265")
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.contains(&"Running".to_string()), "{seen:?}");
+    // The head Service of a RayJob's cluster is named after the RayJob, as KubeRay does.
+    assert!(
+        fake.get("v1", "Service", "default", "train-head-svc")
+            .is_some()
+    );
+    // The scripted driver output is in the head pod's log.
+    let head = fake.pod_name(
+        "default",
+        &format!("ray.io/cluster={cluster},ray.io/node-type=head"),
+    );
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client, "default");
+    let log = pods
+        .logs(&head.unwrap(), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(log, "step 1\ndone\n");
+    // ttlSecondsAfterFinished (60 s × the 0.01 test scale) later, the cluster is deleted and
+    // its pods are garbage-collected.
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| f
+            .get("ray.io/v1", "RayCluster", "default", &cluster)
+            .is_none())
+            .await
+    );
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| f
+            .pods("default", &format!("ray.io/cluster={cluster}"))
+            .is_empty())
+            .await
+    );
+    assert_eq!(
+        fake.field(
+            "ray.io/v1",
+            "RayJob",
+            "default",
+            "train",
+            "status.jobDeploymentStatus"
+        ),
+        Some(json!("Complete"))
+    );
+}
+
+#[tokio::test]
+async fn rayjob_failures_validation_and_failed_clusters() {
+    let (fake, client) = setup().await;
+    fake.set_rayjob_script(
+        "bad",
+        RayJobScript::fails("Job entrypoint command failed with exit code 3"),
+    );
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    rjs.create(&PostParams::default(), &rayjob("bad", false, 0))
+        .await
+        .unwrap();
+    let long_name = "a".repeat(48);
+    rjs.create(&PostParams::default(), &rayjob(&long_name, false, 0))
+        .await
+        .unwrap();
+    fake.set_cluster_fate("broken-*", ClusterFate::Failed("head pod crashed".into()));
+    rjs.create(&PostParams::default(), &rayjob("broken", false, 0))
+        .await
+        .unwrap();
+
+    let wait = |name: String, want: &'static str| {
+        let rjs = rjs.clone();
+        async move {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                await_condition(rjs, &name, move |o: Option<&DynamicObject>| {
+                    status_of(o, "jobDeploymentStatus").as_deref() == Some(want)
+                }),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{name} never reached {want}"))
+            .unwrap()
+            .unwrap()
+        }
+    };
+    let bad = wait("bad".into(), "Failed").await;
+    assert_eq!(
+        status_of(Some(&bad), "jobStatus").as_deref(),
+        Some("FAILED")
+    );
+    assert_eq!(
+        status_of(Some(&bad), "reason").as_deref(),
+        Some("AppFailed")
+    );
+    assert!(
+        status_of(Some(&bad), "message")
+            .unwrap()
+            .contains("exit code 3")
+    );
+    let invalid = wait(long_name, "ValidationFailed").await;
+    assert!(
+        status_of(Some(&invalid), "message")
+            .unwrap()
+            .contains("47 characters")
+    );
+    let broken = wait("broken".into(), "Failed").await;
+    assert_eq!(
+        status_of(Some(&broken), "reason").as_deref(),
+        Some("RayClusterFailed")
+    );
+    let rc_name = status_of(Some(&broken), "rayClusterName").unwrap();
+    assert_eq!(
+        fake.field(
+            "ray.io/v1",
+            "RayCluster",
+            "default",
+            &rc_name,
+            "status.state"
+        ),
+        Some(json!("failed"))
+    );
+}
+
+#[tokio::test]
+async fn stuck_cluster_pods_stay_pending_with_a_scheduling_event() {
+    let (fake, client) = setup().await;
+    fake.set_cluster_fate("gpu-hungry", ClusterFate::StuckPending);
+    let rcs: Api<DynamicObject> =
+        Api::namespaced_with(client, "default", &ar("ray.io", "v1", "RayCluster"));
+    let mut rc = DynamicObject::new("gpu-hungry", &ar("ray.io", "v1", "RayCluster"));
+    rc.data = json!({"spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "ray:1"}]}}}}});
+    rcs.create(&PostParams::default(), &rc).await.unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| {
+            f.list("v1", "Event", Some("default"), "")
+                .iter()
+                .any(|e| e["reason"] == "FailedScheduling")
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let pods = fake.pods("default", "ray.io/cluster=gpu-hungry");
+    assert_eq!(pods.len(), 1);
+    assert_eq!(pods[0]["status"]["phase"], "Pending");
+    assert_eq!(
+        pods[0]["status"]["conditions"][0]["reason"],
+        "Unschedulable"
+    );
+    assert_eq!(
+        fake.field(
+            "ray.io/v1",
+            "RayCluster",
+            "default",
+            "gpu-hungry",
+            "status.state"
+        ),
+        None
+    );
+}
+
+#[tokio::test]
+async fn job_retries_a_failing_pod_then_succeeds_and_deletion_propagates() {
+    let (fake, client) = setup().await;
+    fake.set_job_script(
+        "bench-*",
+        JobScript::attempts(&[1, 0]).log("driver", "score=0.9"),
+    );
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(job_json("bench-math", 2)).unwrap(),
+    )
+    .await
+    .unwrap();
+    let done = tokio::time::timeout(
+        Duration::from_secs(6),
+        await_condition(
+            jobs.clone(),
+            "bench-math",
+            kube::runtime::conditions::is_job_completed(),
+        ),
+    )
+    .await
+    .expect("job finishes")
+    .unwrap()
+    .unwrap();
+    let status = done.status.unwrap();
+    assert_eq!((status.succeeded, status.failed), (Some(1), Some(1)));
+    assert!(status.start_time.is_some() && status.completion_time.is_some());
+    let types: Vec<String> = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .map(|c| c.type_)
+        .collect();
+    assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
+
+    let pods = fake.pods("default", "batch.kubernetes.io/job-name=bench-math");
+    assert_eq!(pods.len(), 2);
+    let mut phases: Vec<&str> = pods
+        .iter()
+        .map(|p| p["status"]["phase"].as_str().unwrap())
+        .collect();
+    phases.sort();
+    assert_eq!(phases, ["Failed", "Succeeded"]);
+    let failed = pods
+        .iter()
+        .find(|p| p["status"]["phase"] == "Failed")
+        .unwrap();
+    assert_eq!(
+        failed["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        1
+    );
+    // The native sidecar ran and was stopped after the driver.
+    assert_eq!(failed["status"]["initContainerStatuses"][0]["name"], "vllm");
+    assert!(failed["status"]["initContainerStatuses"][0]["state"]["terminated"].is_object());
+    assert_eq!(failed["metadata"]["labels"]["job-name"], "bench-math");
+    let name = failed["metadata"]["name"].as_str().unwrap();
+    let logs = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), "default")
+        .logs(
+            name,
+            &kube::api::LogParams {
+                container: Some("driver".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(logs, "score=0.9\n");
+
+    // Deleting with Background propagation takes the pods along.
+    jobs.delete(
+        "bench-math",
+        &DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| f
+            .pods("default", "job-name=bench-math")
+            .is_empty())
+            .await
+    );
+}
+
+#[tokio::test]
+async fn job_fails_after_backoff_limit_and_default_delete_orphans_pods() {
+    let (fake, client) = setup().await;
+    fake.set_job_script("doomed", JobScript::fails(2));
+    let jobs: Api<Job> = Api::namespaced(client, "default");
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(job_json("doomed", 1)).unwrap(),
+    )
+    .await
+    .unwrap();
+    let failed = tokio::time::timeout(
+        Duration::from_secs(6),
+        await_condition(jobs.clone(), "doomed", |j: Option<&Job>| {
+            j.and_then(|j| j.status.as_ref()?.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Failed" && c.status == "True"))
+        }),
+    )
+    .await
+    .expect("job fails")
+    .unwrap()
+    .unwrap();
+    let status = failed.status.unwrap();
+    assert_eq!(status.failed, Some(2));
+    let cond = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
+    assert_eq!(cond.reason.as_deref(), Some("BackoffLimitExceeded"));
+    // batch/v1 Jobs orphan their pods when no propagation policy is given.
+    jobs.delete("doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pods = fake.pods("default", "job-name=doomed");
+    assert_eq!(pods.len(), 2);
+    assert!(
+        pods.iter()
+            .all(|p| p["metadata"].get("ownerReferences").is_none())
+    );
+}
+
+#[tokio::test]
+async fn deployment_becomes_available() {
+    let (fake, client) = setup().await;
+    let deps: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client, "default");
+    let d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "router"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "router"}},
+                 "template": {"metadata": {"labels": {"app": "router"}}, "spec": {"containers": [{"name": "r", "image": "router:1"}]}}}
+    });
+    deps.create(&PostParams::default(), &serde_json::from_value(d).unwrap())
+        .await
+        .unwrap();
+    let ready = tokio::time::timeout(
+        Duration::from_secs(5),
+        await_condition(
+            deps.clone(),
+            "router",
+            kube::runtime::conditions::is_deployment_completed(),
+        ),
+    )
+    .await
+    .expect("available in time")
+    .unwrap()
+    .unwrap();
+    let st = ready.status.unwrap();
+    assert_eq!(
+        (st.ready_replicas, st.available_replicas),
+        (Some(2), Some(2))
+    );
+    let pods = fake.pods("default", "app=router");
+    assert_eq!(pods.len(), 2);
+    assert!(
+        pods.iter()
+            .all(|p| p["metadata"]["labels"]["pod-template-hash"].is_string())
+    );
+}
+
+#[tokio::test]
+async fn foreground_deletion_and_finalizers_make_deletion_take_a_while() {
+    let (fake, client) = setup().await;
+    fake.set_timings(|t| {
+        t.deletion_delay
+            .insert("RayCluster".into(), Duration::from_millis(300));
+    });
+    let rcs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayCluster"));
+    let mut rc = DynamicObject::new("slow", &ar("ray.io", "v1", "RayCluster"));
+    rc.data = json!({"spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "ray:1"}]}}}}});
+    let rc = rcs.create(&PostParams::default(), &rc).await.unwrap();
+    let uid = rc.metadata.uid.clone().unwrap();
+    // A DRA object owned by the cluster is collected with it.
+    let owned = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "roce-slow", "namespace": "default",
+                     "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "slow", "uid": uid}]},
+        "spec": {"spec": {"devices": {"requests": []}}}
+    });
+    fake.put(owned);
+    let deleted = rcs
+        .delete("slow", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let pending = deleted.left().expect("still there while dependents go");
+    assert!(pending.metadata.deletion_timestamp.is_some());
+    assert!(
+        pending
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    let gone = tokio::time::timeout(
+        Duration::from_secs(5),
+        kube::runtime::wait::await_condition(
+            rcs.clone(),
+            "slow",
+            kube::runtime::conditions::is_deleted(&uid),
+        ),
+    )
+    .await
+    .expect("deleted in time");
+    gone.unwrap();
+    assert!(
+        fake.get(
+            "resource.k8s.io/v1",
+            "ResourceClaimTemplate",
+            "default",
+            "roce-slow"
+        )
+        .is_none()
+    );
+    assert!(fake.pods("default", "ray.io/cluster=slow").is_empty());
+
+    // A user finalizer holds deletion until it is removed.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "default");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    cms.create(&PostParams::default(), &serde_json::from_value(cm).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        cms.delete("held", &DeleteParams::default())
+            .await
+            .unwrap()
+            .is_left()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(cms.get_opt("held").await.unwrap().is_some());
+    cms.patch(
+        "held",
+        &Default::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(2), |f| f
+            .get("v1", "ConfigMap", "default", "held")
+            .is_none())
+            .await
+    );
+}

@@ -1,0 +1,433 @@
+//! The HTTP handler: discovery, CRUD, patch/apply, list/watch, and the pod subresources.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Request, State as AxState, ws::WebSocketUpgrade};
+use axum::http::{HeaderValue, Method, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use super::delete::{DeleteOpts, DeleteOutcome, Propagation};
+use super::faults::DropWatchAfter;
+use super::http_util::{Query, json_response};
+use super::meta::{ApiError, ApiResult};
+use super::resources::{self, ResourceType};
+use super::routes::{Route, parse_path};
+use super::selectors::Selectors;
+use super::state::{PatchType, State, WriteOpts};
+use super::watch::{self, WatchRequest};
+
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// CRD-backed kinds carry apiVersion/kind in list items; built-ins do not.
+fn is_crd(rt: &ResourceType) -> bool {
+    matches!(rt.group, "ray.io" | "resource.nvidia.com")
+}
+
+fn wants_aggregated(req: &Request<Body>) -> bool {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=APIGroupDiscoveryList"))
+}
+
+fn aggregated_response(core: bool) -> Response {
+    let mut resp = json_response(200, &resources::aggregated_discovery(core));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        ),
+    );
+    resp
+}
+
+/// The field manager of a non-apply write: `fieldManager`, else the user agent's program name.
+fn manager_of(q: &Query, req: &Request<Body>) -> String {
+    if let Some(m) = q.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.to_string();
+    }
+    req.headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(|ua| ua.split('/').next().unwrap_or(ua).to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+fn write_opts(q: &Query, req: &Request<Body>, sub: Option<&str>) -> ApiResult<WriteOpts> {
+    let dry_run = match q.get("dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unsupported dryRun value {other:?}"
+            )));
+        }
+    };
+    Ok(WriteOpts {
+        dry_run,
+        manager: manager_of(q, req),
+        subresource: sub.map(str::to_string),
+        force: q.flag("force"),
+    })
+}
+
+async fn read_body(body: Body) -> ApiResult<Vec<u8>> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map(|b| b.to_vec())
+        .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))
+}
+
+fn parse_json(bytes: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
+    })
+}
+
+/// Apply bodies are YAML (JSON is YAML too).
+fn parse_yaml_or_json(bytes: &[u8]) -> ApiResult<Value> {
+    if let Ok(v) = serde_json::from_slice(bytes) {
+        return Ok(v);
+    }
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| ApiError::bad_request("apply body is not UTF-8"))?;
+    serde_saphyr::from_str::<Value>(text)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
+
+fn list_body(
+    rt: &ResourceType,
+    items: Vec<Value>,
+    rv: u64,
+    cont: Option<String>,
+    remaining: Option<usize>,
+) -> Value {
+    let items: Vec<Value> = if is_crd(rt) {
+        items
+    } else {
+        items
+            .into_iter()
+            .map(|mut i| {
+                if let Some(m) = i.as_object_mut() {
+                    m.remove("apiVersion");
+                    m.remove("kind");
+                }
+                i
+            })
+            .collect()
+    };
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+        if let Some(r) = remaining {
+            meta["remainingItemCount"] = json!(r);
+        }
+    }
+    json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": meta, "items": items})
+}
+
+fn item_key(v: &Value) -> String {
+    let ns = v
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    format!("{ns}/{name}")
+}
+
+fn list(
+    state: &State,
+    rt: &'static ResourceType,
+    ns: Option<&str>,
+    q: &Query,
+) -> ApiResult<Response> {
+    let sel = Selectors::parse(q.get("labelSelector"), q.get("fieldSelector"))?;
+    let (mut items, rv) = state.list(rt, ns, &sel);
+    if let Some(token) = q.get("continue").filter(|t| !t.is_empty()) {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(token)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+        items.retain(|i| item_key(i) > decoded);
+    }
+    let limit = q.number("limit")?.filter(|l| *l > 0).map(|l| l as usize);
+    let (cont, remaining) = match limit {
+        Some(l) if items.len() > l => {
+            let rest = items.split_off(l);
+            let last = items.last().map(item_key).unwrap_or_default();
+            (
+                Some(base64::engine::general_purpose::STANDARD.encode(last)),
+                Some(rest.len()),
+            )
+        }
+        _ => (None, None),
+    };
+    Ok(json_response(
+        200,
+        &list_body(rt, items, rv, cont, remaining),
+    ))
+}
+
+fn delete_opts(q: &Query, body: &[u8]) -> ApiResult<DeleteOpts> {
+    let parsed: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        parse_json(body)?
+    };
+    let s = |k: &str| {
+        parsed
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| q.get(k).map(str::to_string))
+    };
+    let propagation = match s("propagationPolicy") {
+        Some(p) => Some(Propagation::parse(&p)?),
+        None => match parsed.get("orphanDependents").and_then(Value::as_bool) {
+            Some(true) => Some(Propagation::Orphan),
+            Some(false) => Some(Propagation::Background),
+            None => None,
+        },
+    };
+    let dry_run = parsed
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == "All"))
+        || q.get("dryRun") == Some("All");
+    Ok(DeleteOpts {
+        propagation,
+        dry_run,
+        grace_period_seconds: parsed
+            .get("gracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .or(q.number("gracePeriodSeconds")?),
+        precondition_uid: parsed
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        precondition_rv: parsed
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+fn watch_request(
+    rt: &'static ResourceType,
+    ns: Option<&str>,
+    q: &Query,
+    drop_after: Option<usize>,
+    name: Option<&str>,
+) -> ApiResult<WatchRequest> {
+    let mut fields = q.get("fieldSelector").unwrap_or("").to_string();
+    if let Some(n) = name {
+        if !fields.is_empty() {
+            fields.push(',');
+        }
+        fields.push_str(&format!("metadata.name={n}"));
+    }
+    Ok(WatchRequest {
+        rt,
+        namespace: ns.map(str::to_string),
+        selectors: Selectors::parse(q.get("labelSelector"), Some(&fields))?,
+        resource_version: WatchRequest::parse_rv(q.get("resourceVersion"))?,
+        bookmarks: q.flag("allowWatchBookmarks"),
+        send_initial_events: q.flag("sendInitialEvents"),
+        timeout: q
+            .number("timeoutSeconds")?
+            .filter(|t| *t > 0)
+            .map(|t| std::time::Duration::from_secs(t as u64)),
+        drop_after,
+    })
+}
+
+/// The fallback handler every API request goes through.
+pub async fn handle(AxState(state): AxState<Arc<State>>, req: Request<Body>) -> Response {
+    match dispatch(state, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn dispatch(state: Arc<State>, req: Request<Body>) -> ApiResult<Response> {
+    let q = Query::parse(req.uri().query());
+    let route = parse_path(req.uri().path());
+    let method = req.method().clone();
+    let drop_after = req.extensions().get::<DropWatchAfter>().map(|d| d.0);
+    match route {
+        Route::Version => Ok(json_response(200, &resources::version_info())),
+        Route::Healthz => Ok((axum::http::StatusCode::OK, "ok").into_response()),
+        Route::CoreVersions if wants_aggregated(&req) => Ok(aggregated_response(true)),
+        Route::Groups if wants_aggregated(&req) => Ok(aggregated_response(false)),
+        Route::CoreVersions => {
+            let host = req
+                .headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("127.0.0.1");
+            Ok(json_response(200, &resources::core_api_versions(host)))
+        }
+        Route::Groups => Ok(json_response(200, &resources::api_group_list())),
+        Route::ResourceList { group, version } => Ok(json_response(
+            200,
+            &resources::api_resource_list(&group, &version),
+        )),
+        Route::NotFound => Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
+        Route::Collection { rt, namespace } => {
+            let ns = namespace.as_deref();
+            match method {
+                Method::GET if q.flag("watch") => Ok(watch::respond(
+                    state,
+                    watch_request(rt, ns, &q, drop_after, None)?,
+                )),
+                Method::GET => list(&state, rt, ns, &q),
+                Method::POST => {
+                    let opts = write_opts(&q, &req, None)?;
+                    let body = parse_json(&read_body(req.into_body()).await?)?;
+                    if rt.create_only {
+                        return Ok(json_response(201, &super::access::review(&state, body)));
+                    }
+                    let ns = if rt.namespaced {
+                        ns.ok_or_else(|| {
+                            ApiError::new(
+                                404,
+                                "NotFound",
+                                "the server could not find the requested resource",
+                            )
+                        })?
+                    } else {
+                        ""
+                    };
+                    Ok(json_response(201, &state.create(rt, ns, body, &opts)?))
+                }
+                Method::DELETE => {
+                    let sel = Selectors::parse(q.get("labelSelector"), q.get("fieldSelector"))?;
+                    let opts = delete_opts(&q, &read_body(req.into_body()).await?)?;
+                    let items = state.delete_collection(rt, ns, &sel, &opts)?;
+                    let rv = state.store.lock().map(|s| s.current_rv()).unwrap_or(0);
+                    Ok(json_response(200, &list_body(rt, items, rv, None, None)))
+                }
+                _ => Err(ApiError::method_not_allowed()),
+            }
+        }
+        Route::Object {
+            rt,
+            namespace,
+            name,
+            sub,
+        } => {
+            let ns = namespace.clone().unwrap_or_default();
+            object(state, req, rt, &ns, &name, sub.as_deref(), &q, drop_after).await
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn object(
+    state: Arc<State>,
+    req: Request<Body>,
+    rt: &'static ResourceType,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    q: &Query,
+    drop_after: Option<usize>,
+) -> ApiResult<Response> {
+    match sub {
+        None | Some("status") => {}
+        Some("log") if rt.kind == "Pod" => return super::logs::respond(state, ns, name, q),
+        Some(s @ ("exec" | "portforward")) if rt.kind == "Pod" => {
+            let (mut parts, _) = req.into_parts();
+            let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())
+                .await
+                .map_err(|e| ApiError::bad_request(format!("Upgrade request required: {e}")))?;
+            return match s {
+                "portforward" => super::portforward::respond(state, ws, ns, name, q),
+                _ => super::exec::respond(state, ws, ns, name, q),
+            };
+        }
+        Some(_) => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ));
+        }
+    }
+    if sub == Some("status") && !rt.has_status() {
+        return Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+    }
+    let method = req.method().clone();
+    match method {
+        Method::GET if q.flag("watch") => {
+            let scope = rt.namespaced.then_some(ns);
+            Ok(watch::respond(
+                state,
+                watch_request(rt, scope, q, drop_after, Some(name))?,
+            ))
+        }
+        Method::GET => Ok(json_response(200, &state.get(rt, ns, name)?)),
+        Method::PUT => {
+            let opts = write_opts(q, &req, sub)?;
+            let body = parse_json(&read_body(req.into_body()).await?)?;
+            Ok(json_response(
+                200,
+                &state.replace(rt, ns, name, body, &opts)?,
+            ))
+        }
+        Method::PATCH => {
+            let opts = write_opts(q, &req, sub)?;
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let bytes = read_body(req.into_body()).await?;
+            let kind = match ct.as_str() {
+                "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+                    let body = parse_yaml_or_json(&bytes)?;
+                    let (obj, created) = state.apply(rt, ns, name, body, &opts)?;
+                    return Ok(json_response(if created { 201 } else { 200 }, &obj));
+                }
+                "application/merge-patch+json" => PatchType::Merge,
+                "application/strategic-merge-patch+json" => PatchType::Strategic,
+                "application/json-patch+json" => PatchType::Json,
+                other => return Err(ApiError::unsupported_media_type(other)),
+            };
+            let body = parse_json(&bytes)?;
+            Ok(json_response(
+                200,
+                &state.patch(rt, ns, name, kind, &body, &opts)?,
+            ))
+        }
+        Method::DELETE => {
+            let opts = delete_opts(q, &read_body(req.into_body()).await?)?;
+            match state.delete(rt, ns, name, &opts)? {
+                DeleteOutcome::Gone(status) => Ok(json_response(200, &status)),
+                DeleteOutcome::Pending(obj) => Ok(json_response(202, &obj)),
+            }
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
