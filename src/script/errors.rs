@@ -39,6 +39,25 @@ pub fn usage(code: &'static str, message: impl Into<String>, help: &str) -> Box<
     fail(Diag::new(code, message).help(help))
 }
 
+/// The library code of a built-in failure (`None` for script errors).
+pub fn error_code(e: &EvalAltResult) -> Option<&'static str> {
+    match e {
+        EvalAltResult::ErrorRuntime(v, _) => v.read_lock::<ScriptError>().map(|s| s.0.code),
+        _ => None,
+    }
+}
+
+/// Give an error without a position the built-in's call site. Rhai positions the errors
+/// of plain and method calls itself, but not those of namespaced ones (`k8s::get(…)`).
+pub fn at<T>(pos: Position, result: RhaiResult<T>) -> RhaiResult<T> {
+    result.map_err(|mut e| {
+        if e.position().is_none() {
+            e.set_position(pos);
+        }
+        e
+    })
+}
+
 /// Ctrl-C: ends the script; not catchable.
 pub fn cancelled() -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorTerminated(

@@ -24,7 +24,7 @@ use crate::k8s::wait::{
 };
 use crate::k8s::{ApplyOptions, K8s, ObjectRef};
 use crate::script::convert::{dynamic_to_json, json_to_dynamic, string_list};
-use crate::script::errors::{RhaiResult, fail, usage};
+use crate::script::errors::{RhaiResult, at, fail, usage};
 use crate::script::host::{Host, host};
 
 /// A local port forwarded to a pod (`k8s::port_forward`); closed with `close()` or when
@@ -43,34 +43,50 @@ pub mod k8s_module {
     /// The kube context in use (connects on first use).
     #[rhai_fn(name = "context", return_raw)]
     pub fn current_context(ctx: NativeCallContext) -> RhaiResult<String> {
-        Ok(host(&ctx)?.k8s()?.context)
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s()?.context) })(),
+        )
     }
 
     /// The namespace in use: `use_namespace`, else the context's, else `default`.
     #[rhai_fn(name = "namespace", return_raw)]
     pub fn current_namespace(ctx: NativeCallContext) -> RhaiResult<String> {
-        Ok(host(&ctx)?.k8s()?.namespace)
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s()?.namespace) })(),
+        )
     }
 
     /// Switch to another kube context (the next call reconnects).
     #[rhai_fn(return_raw)]
     pub fn use_context(ctx: NativeCallContext, name: &str) -> RhaiResult<()> {
-        host(&ctx)?.set_connect(|c| c.context = Some(name.to_string()));
-        Ok(())
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<()> {
+                host(&ctx)?.set_connect(|c| c.context = Some(name.to_string()));
+                Ok(())
+            })(),
+        )
     }
 
     /// Act in another namespace from now on.
     #[rhai_fn(return_raw)]
     pub fn use_namespace(ctx: NativeCallContext, namespace: &str) -> RhaiResult<()> {
-        host(&ctx)?.set_connect(|c| c.namespace = Some(namespace.to_string()));
-        Ok(())
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<()> {
+                host(&ctx)?.set_connect(|c| c.namespace = Some(namespace.to_string()));
+                Ok(())
+            })(),
+        )
     }
 
     /// An object by kind (`RayCluster`, `RayJob`, `Pod`, …) and name in the current
     /// namespace, as a map; `()` when it does not exist.
     #[rhai_fn(return_raw)]
     pub fn get(ctx: NativeCallContext, kind: &str, name: &str) -> RhaiResult<Dynamic> {
-        get_in(&ctx, kind, name, None)
+        at(ctx.call_position(), get_in(&ctx, kind, name, None))
     }
 
     /// An object by kind and name in `namespace`; `()` when it does not exist.
@@ -81,49 +97,62 @@ pub mod k8s_module {
         name: &str,
         namespace: &str,
     ) -> RhaiResult<Dynamic> {
-        get_in(&ctx, kind, name, Some(namespace))
+        at(
+            ctx.call_position(),
+            get_in(&ctx, kind, name, Some(namespace)),
+        )
     }
 
     /// Every object of a kind in the current namespace.
     #[rhai_fn(return_raw)]
     pub fn list(ctx: NativeCallContext, kind: &str) -> RhaiResult<Array> {
-        list_with(ctx, kind, Map::new())
+        at(ctx.call_position(), list_with(ctx, kind, Map::new()))
     }
 
     /// Objects of a kind with options: `namespace`, `selector` (label selector,
     /// `"ray.io/cluster=x"`).
     #[rhai_fn(name = "list", return_raw)]
     pub fn list_with(ctx: NativeCallContext, kind: &str, options: Map) -> RhaiResult<Array> {
-        let h = host(&ctx)?;
-        check_keys("list", &options, &["namespace", "selector"])?;
-        let ar = by_kind(kind).map_err(fail)?;
-        let k = h.k8s()?;
-        let ns = opt_str(&options, "namespace").unwrap_or_else(|| k.namespace.clone());
-        let selector = opt_str(&options, "selector");
-        let items = h.block_on(k.list(&ar, &ns, selector.as_deref()))?;
-        Ok(items.iter().map(json_to_dynamic).collect())
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Array> {
+                let h = host(&ctx)?;
+                check_keys("list", &options, &["namespace", "selector"])?;
+                let ar = by_kind(kind).map_err(fail)?;
+                let k = h.k8s()?;
+                let ns = opt_str(&options, "namespace").unwrap_or_else(|| k.namespace.clone());
+                let selector = opt_str(&options, "selector");
+                let items = h.block_on(k.list(&ar, &ns, selector.as_deref()))?;
+                Ok(items.iter().map(json_to_dynamic).collect())
+            })(),
+        )
     }
 
     /// Server-side apply (field manager `nrl`) of a manifest, a map, or an array of them;
     /// returns what the server stored. Recorded in plan mode (the input comes back).
     #[rhai_fn(return_raw)]
     pub fn apply(ctx: NativeCallContext, objects: Dynamic) -> RhaiResult<Dynamic> {
-        let h = host(&ctx)?;
-        if objects.is_array() {
-            let mut out = Array::new();
-            for o in objects.cast::<Array>() {
-                out.push(apply_one(&h, &o)?);
-            }
-            return Ok(Dynamic::from_array(out));
-        }
-        apply_one(&h, &objects)
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Dynamic> {
+                let h = host(&ctx)?;
+                if objects.is_array() {
+                    let mut out = Array::new();
+                    for o in objects.cast::<Array>() {
+                        out.push(apply_one(&h, &o)?);
+                    }
+                    return Ok(Dynamic::from_array(out));
+                }
+                apply_one(&h, &objects)
+            })(),
+        )
     }
 
     /// Delete an object in the current namespace; returns whether it existed. Recorded
     /// in plan mode.
     #[rhai_fn(return_raw)]
     pub fn delete(ctx: NativeCallContext, kind: &str, name: &str) -> RhaiResult<bool> {
-        delete_in(&ctx, kind, name, None)
+        at(ctx.call_position(), delete_in(&ctx, kind, name, None))
     }
 
     /// Delete an object in `namespace`; returns whether it existed.
@@ -134,7 +163,10 @@ pub mod k8s_module {
         name: &str,
         namespace: &str,
     ) -> RhaiResult<bool> {
-        delete_in(&ctx, kind, name, Some(namespace))
+        at(
+            ctx.call_position(),
+            delete_in(&ctx, kind, name, Some(namespace)),
+        )
     }
 
     /// Watch an object until `condition` holds or `timeout` seconds pass: `"exists"`,
@@ -149,14 +181,19 @@ pub mod k8s_module {
         condition: &str,
         timeout: INT,
     ) -> RhaiResult<Dynamic> {
-        let h = host(&ctx)?;
-        let ar = by_kind(kind).map_err(fail)?;
-        let k = h.k8s()?;
-        let check = condition_check(&ar.kind, condition)?;
-        let ns = k.namespace.clone();
-        let what = condition.to_string();
-        let v = h.block_on(k.wait_for(&ar, &ns, name, seconds(timeout)?, &what, check))?;
-        Ok(v.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT))
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Dynamic> {
+                let h = host(&ctx)?;
+                let ar = by_kind(kind).map_err(fail)?;
+                let k = h.k8s()?;
+                let check = condition_check(&ar.kind, condition)?;
+                let ns = k.namespace.clone();
+                let what = condition.to_string();
+                let v = h.block_on(k.wait_for(&ar, &ns, name, seconds(timeout)?, &what, check))?;
+                Ok(v.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT))
+            })(),
+        )
     }
 
     /// Watch an object until `check(obj)` returns true (`obj` is `()` while it does not
@@ -169,62 +206,72 @@ pub mod k8s_module {
         check: FnPtr,
         timeout: INT,
     ) -> RhaiResult<Dynamic> {
-        let h = host(&ctx)?;
-        let ar = by_kind(kind).map_err(fail)?;
-        let k = h.k8s()?;
-        let timeout = seconds(timeout)?;
-        let (name_owned, ns) = (name.to_string(), k.namespace.clone());
-        let mut pump = Pump::start(&h, |tx| async move {
-            let states = tx.clone();
-            let r = k
-                .wait_for(
-                    &ar,
-                    &ns,
-                    &name_owned,
-                    timeout,
-                    "as the script's check wants",
-                    |o| {
-                        let _ = states.send(Ok(o.cloned()));
-                        Verdict::<()>::Pending
-                    },
-                )
-                .await;
-            if let Err(e) = r {
-                let _ = tx.send(Err(e));
-            }
-        })?;
-        while let Some(state) = pump.next(&h)? {
-            let obj = state.map_err(fail)?;
-            let value = obj.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT);
-            let done: Dynamic = check.call_within_context(&ctx, (value.clone(),))?;
-            if done.as_bool().unwrap_or(false) {
-                return Ok(value);
-            }
-        }
-        Err(fail(Diag::api(
-            "nrl::k8s::watch",
-            format!("the watch on {kind} {name} ended"),
-        )))
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Dynamic> {
+                let h = host(&ctx)?;
+                let ar = by_kind(kind).map_err(fail)?;
+                let k = h.k8s()?;
+                let timeout = seconds(timeout)?;
+                let (name_owned, ns) = (name.to_string(), k.namespace.clone());
+                let mut pump = Pump::start(&h, |tx| async move {
+                    let states = tx.clone();
+                    let r = k
+                        .wait_for(
+                            &ar,
+                            &ns,
+                            &name_owned,
+                            timeout,
+                            "as the script's check wants",
+                            |o| {
+                                let _ = states.send(Ok(o.cloned()));
+                                Verdict::<()>::Pending
+                            },
+                        )
+                        .await;
+                    if let Err(e) = r {
+                        let _ = tx.send(Err(e));
+                    }
+                })?;
+                while let Some(state) = pump.next(&h)? {
+                    let obj = state.map_err(fail)?;
+                    let value = obj.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT);
+                    let done: Dynamic = check.call_within_context(&ctx, (value.clone(),))?;
+                    if done.as_bool().unwrap_or(false) {
+                        return Ok(value);
+                    }
+                }
+                Err(fail(Diag::api(
+                    "nrl::k8s::watch",
+                    format!("the watch on {kind} {name} ended"),
+                )))
+            })(),
+        )
     }
 
     /// A pod's log (the current container's, all of it).
     #[rhai_fn(return_raw)]
     pub fn logs(ctx: NativeCallContext, pod: &str) -> RhaiResult<String> {
-        logs_with(ctx, pod, Map::new())
+        at(ctx.call_position(), logs_with(ctx, pod, Map::new()))
     }
 
     /// A pod's log with options: `container`, `tail` (last N lines), `namespace`.
     #[rhai_fn(name = "logs", return_raw)]
     pub fn logs_with(ctx: NativeCallContext, pod: &str, options: Map) -> RhaiResult<String> {
-        let h = host(&ctx)?;
-        let (k, ns, opts) = log_setup(&h, &options, false)?;
-        let mut text = String::new();
-        h.block_on(k.stream_pod_logs(&ns, pod, &opts, |line| {
-            text.push_str(line);
-            text.push('\n');
-            ControlFlow::Continue(())
-        }))?;
-        Ok(text)
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<String> {
+                let h = host(&ctx)?;
+                let (k, ns, opts) = log_setup(&h, &options, false)?;
+                let mut text = String::new();
+                h.block_on(k.stream_pod_logs(&ns, pod, &opts, |line| {
+                    text.push_str(line);
+                    text.push('\n');
+                    ControlFlow::Continue(())
+                }))?;
+                Ok(text)
+            })(),
+        )
     }
 
     /// Follow a pod's log, calling `callback(line)` per line until the pod ends or the
@@ -236,38 +283,46 @@ pub mod k8s_module {
         options: Map,
         callback: FnPtr,
     ) -> RhaiResult<()> {
-        let h = host(&ctx)?;
-        let (k, ns, opts) = log_setup(&h, &options, true)?;
-        let pod_owned = pod.to_string();
-        let mut pump = Pump::start(&h, |tx| async move {
-            let lines = tx.clone();
-            let r = k
-                .stream_pod_logs(&ns, &pod_owned, &opts, |line| {
-                    match lines.send(Ok(line.to_string())) {
-                        Ok(()) => ControlFlow::Continue(()),
-                        Err(_) => ControlFlow::Break(()),
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<()> {
+                let h = host(&ctx)?;
+                let (k, ns, opts) = log_setup(&h, &options, true)?;
+                let pod_owned = pod.to_string();
+                let mut pump = Pump::start(&h, |tx| async move {
+                    let lines = tx.clone();
+                    let r = k
+                        .stream_pod_logs(&ns, &pod_owned, &opts, |line| {
+                            match lines.send(Ok(line.to_string())) {
+                                Ok(()) => ControlFlow::Continue(()),
+                                Err(_) => ControlFlow::Break(()),
+                            }
+                        })
+                        .await;
+                    if let Err(e) = r {
+                        let _ = tx.send(Err(e));
                     }
-                })
-                .await;
-            if let Err(e) = r {
-                let _ = tx.send(Err(e));
-            }
-        })?;
-        while let Some(line) = pump.next(&h)? {
-            let line = line.map_err(fail)?;
-            let more: Dynamic = callback.call_within_context(&ctx, (line,))?;
-            if !more.as_bool().unwrap_or(true) {
-                break;
-            }
-        }
-        Ok(())
+                })?;
+                while let Some(line) = pump.next(&h)? {
+                    let line = line.map_err(fail)?;
+                    let more: Dynamic = callback.call_within_context(&ctx, (line,))?;
+                    if !more.as_bool().unwrap_or(true) {
+                        break;
+                    }
+                }
+                Ok(())
+            })(),
+        )
     }
 
     /// Run a command in a pod (`"ls /tmp"` runs through `sh -c`; an array runs as is);
     /// returns `#{code, stdout, stderr, planned}`. Recorded in plan mode.
     #[rhai_fn(return_raw)]
     pub fn exec(ctx: NativeCallContext, pod: &str, command: Dynamic) -> RhaiResult<Map> {
-        exec_with(ctx, pod, command, Map::new())
+        at(
+            ctx.call_position(),
+            exec_with(ctx, pod, command, Map::new()),
+        )
     }
 
     /// `exec` with options: `container`, `namespace`, `stdin` (text fed to the command).
@@ -278,43 +333,48 @@ pub mod k8s_module {
         command: Dynamic,
         options: Map,
     ) -> RhaiResult<Map> {
-        let h = host(&ctx)?;
-        check_keys("exec", &options, &["container", "namespace", "stdin"])?;
-        let argv = if command.is_string() {
-            vec!["sh".to_string(), "-c".to_string(), command.to_string()]
-        } else {
-            string_list(&command, "the command").map_err(fail)?
-        };
-        let mut out = Map::new();
-        if h.dry_run() {
-            h.plan.record("exec", format!("Pod/{pod}"), argv.join(" "));
-            out.insert("code".into(), Dynamic::from_int(0));
-            out.insert("stdout".into(), "".into());
-            out.insert("stderr".into(), "".into());
-            out.insert("planned".into(), Dynamic::TRUE);
-            return Ok(out);
-        }
-        let k = h.k8s()?;
-        let ns = opt_str(&options, "namespace").unwrap_or_else(|| k.namespace.clone());
-        h.announce(&k, &ns);
-        let container = opt_str(&options, "container");
-        let stdin = opt_str(&options, "stdin");
-        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let r = h.block_on(k.exec(
-            &ns,
-            pod,
-            container.as_deref(),
-            &args,
-            stdin.as_deref().map(str::as_bytes),
-        ))?;
-        out.insert("code".into(), Dynamic::from_int(r.exit_code.into()));
-        out.insert("stdout".into(), r.stdout_str().into());
-        out.insert(
-            "stderr".into(),
-            String::from_utf8_lossy(&r.stderr).into_owned().into(),
-        );
-        out.insert("planned".into(), Dynamic::FALSE);
-        Ok(out)
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Map> {
+                let h = host(&ctx)?;
+                check_keys("exec", &options, &["container", "namespace", "stdin"])?;
+                let argv = if command.is_string() {
+                    vec!["sh".to_string(), "-c".to_string(), command.to_string()]
+                } else {
+                    string_list(&command, "the command").map_err(fail)?
+                };
+                let mut out = Map::new();
+                if h.dry_run() {
+                    h.plan.record("exec", format!("Pod/{pod}"), argv.join(" "));
+                    out.insert("code".into(), Dynamic::from_int(0));
+                    out.insert("stdout".into(), "".into());
+                    out.insert("stderr".into(), "".into());
+                    out.insert("planned".into(), Dynamic::TRUE);
+                    return Ok(out);
+                }
+                let k = h.k8s()?;
+                let ns = opt_str(&options, "namespace").unwrap_or_else(|| k.namespace.clone());
+                h.announce(&k, &ns);
+                let container = opt_str(&options, "container");
+                let stdin = opt_str(&options, "stdin");
+                let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let r = h.block_on(k.exec(
+                    &ns,
+                    pod,
+                    container.as_deref(),
+                    &args,
+                    stdin.as_deref().map(str::as_bytes),
+                ))?;
+                out.insert("code".into(), Dynamic::from_int(r.exit_code.into()));
+                out.insert("stdout".into(), r.stdout_str().into());
+                out.insert(
+                    "stderr".into(),
+                    String::from_utf8_lossy(&r.stderr).into_owned().into(),
+                );
+                out.insert("planned".into(), Dynamic::FALSE);
+                Ok(out)
+            })(),
+        )
     }
 
     /// Forward a local port (127.0.0.1, free port) to `port` of a pod: `target` is a pod
@@ -326,36 +386,43 @@ pub mod k8s_module {
         target: Dynamic,
         port: INT,
     ) -> RhaiResult<PortForward> {
-        let h = host(&ctx)?;
-        let k = h.k8s()?;
-        let target = if target.is_string() {
-            PodTarget::Name(target.to_string())
-        } else if let Some(m) = target
-            .read_lock::<Map>()
-            .filter(|m| m.contains_key("selector"))
-        {
-            PodTarget::Selector(m.get("selector").map(|v| v.to_string()).unwrap_or_default())
-        } else {
-            return Err(usage(
-                "nrl::script::type",
-                "port_forward needs a pod name or #{selector: \"…\"}",
-                "e.g. k8s::port_forward(#{selector: \"ray.io/node-type=head\"}, 8265)",
-            ));
-        };
-        let Ok(remote) = u16::try_from(port) else {
-            return Err(usage(
-                "nrl::script::option",
-                format!("port {port} is out of range"),
-                "ports are 1-65535",
-            ));
-        };
-        let ns = k.namespace.clone();
-        let fwd = h.block_on(k.port_forward(&ns, target, remote))?;
-        Ok(PortForward {
-            url: fwd.url(),
-            port: INT::from(fwd.local.port()),
-            inner: Arc::new(Mutex::new(Some(fwd))),
-        })
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<PortForward> {
+                let h = host(&ctx)?;
+                let k = h.k8s()?;
+                let target = if target.is_string() {
+                    PodTarget::Name(target.to_string())
+                } else if let Some(m) = target
+                    .read_lock::<Map>()
+                    .filter(|m| m.contains_key("selector"))
+                {
+                    PodTarget::Selector(
+                        m.get("selector").map(|v| v.to_string()).unwrap_or_default(),
+                    )
+                } else {
+                    return Err(usage(
+                        "nrl::script::type",
+                        "port_forward needs a pod name or #{selector: \"…\"}",
+                        "e.g. k8s::port_forward(#{selector: \"ray.io/node-type=head\"}, 8265)",
+                    ));
+                };
+                let Ok(remote) = u16::try_from(port) else {
+                    return Err(usage(
+                        "nrl::script::option",
+                        format!("port {port} is out of range"),
+                        "ports are 1-65535",
+                    ));
+                };
+                let ns = k.namespace.clone();
+                let fwd = h.block_on(k.port_forward(&ns, target, remote))?;
+                Ok(PortForward {
+                    url: fwd.url(),
+                    port: INT::from(fwd.local.port()),
+                    inner: Arc::new(Mutex::new(Some(fwd))),
+                })
+            })(),
+        )
     }
 
     /// `http://127.0.0.1:<local port>`.
@@ -381,7 +448,10 @@ pub mod k8s_module {
     /// "context `x`, namespace `y`".
     #[rhai_fn(return_raw)]
     pub fn banner(ctx: NativeCallContext) -> RhaiResult<String> {
-        Ok(host(&ctx)?.k8s()?.banner())
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s()?.banner()) })(),
+        )
     }
 }
 

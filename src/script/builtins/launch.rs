@@ -24,13 +24,17 @@ use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{Verdict, rayjob_terminal_state, str_at};
 use crate::k8s::{ApplyOptions, K8s};
 use crate::launch::check::validate_manifests;
+use crate::ray::error::{CODE_NOT_FOUND, CODE_UNREACHABLE};
 use crate::ray::{RayClient, RayClientOptions};
-use crate::script::errors::{RhaiResult, fail};
+use crate::script::errors::{RhaiResult, at, error_code, fail};
 use crate::script::host::{Host, host};
 use crate::script::output::Stream;
 
 /// Default wait for a RayJob to finish: one day.
 const DEFAULT_TIMEOUT: INT = 86_400;
+
+/// Half-second retries while KubeRay has not yet submitted a Running RayJob's job.
+const SUBMIT_WAIT_TRIES: u32 = 120;
 
 /// A RayJob launched (or, in plan mode, planned) by a script.
 #[derive(Clone)]
@@ -61,7 +65,7 @@ pub mod launch_module {
     /// when the job ends). Rendered and validated first; recorded in plan mode.
     #[rhai_fn(return_raw)]
     pub fn rayjob(ctx: NativeCallContext, cfg: Config) -> RhaiResult<RayJob> {
-        launch_rayjob(&ctx, &cfg, &Map::new())
+        at(ctx.call_position(), launch_rayjob(&ctx, &cfg, &Map::new()))
     }
 
     /// `rayjob` with options: `run_id`, `name` (RayJob name; default the cluster's),
@@ -69,7 +73,7 @@ pub mod launch_module {
     /// `labels` (extra labels).
     #[rhai_fn(name = "rayjob", return_raw)]
     pub fn rayjob_with(ctx: NativeCallContext, cfg: Config, options: Map) -> RhaiResult<RayJob> {
-        launch_rayjob(&ctx, &cfg, &options)
+        at(ctx.call_position(), launch_rayjob(&ctx, &cfg, &options))
     }
 
     /// The RayJob's name.
@@ -168,9 +172,7 @@ pub mod launch_module {
             .as_ref()
             .and_then(|o| str_at(o, "/status/rayClusterName"))
             .unwrap_or("");
-        Ok(Dashboard {
-            client: head_client(&h, &k, &j.namespace, cluster)?,
-        })
+        head_dashboard(&h, &k, &j.namespace, cluster)
     }
 
     /// Delete the RayJob (recorded in plan mode); returns whether it existed.
@@ -316,8 +318,9 @@ fn wait_terminal(h: &Host, j: &RayJob, timeout: INT) -> RhaiResult<Map> {
     Ok(status_map(Some(&obj)))
 }
 
-/// A Ray client through a port-forward to the head pod of `cluster`.
-fn head_client(h: &Host, k: &K8s, namespace: &str, cluster: &str) -> RhaiResult<RayClient> {
+/// A Ray client through a port-forward to the head pod of `cluster`; the forward stays
+/// open while the returned handle (or a clone) lives.
+fn head_dashboard(h: &Host, k: &K8s, namespace: &str, cluster: &str) -> RhaiResult<Dashboard> {
     if cluster.is_empty() {
         return Err(fail(
             Diag::api("nrl::run::no_cluster", "the RayJob has no RayCluster yet")
@@ -326,7 +329,10 @@ fn head_client(h: &Host, k: &K8s, namespace: &str, cluster: &str) -> RhaiResult<
     }
     let target = PodTarget::Selector(format!("ray.io/cluster={cluster},ray.io/node-type=head"));
     let fwd = h.block_on(k.port_forward(namespace, target, 8265))?;
-    RayClient::new(&fwd.url(), RayClientOptions::default()).map_err(fail)
+    Ok(Dashboard {
+        client: RayClient::new(&fwd.url(), RayClientOptions::default()).map_err(fail)?,
+        forward: Some(fwd),
+    })
 }
 
 fn follow_driver(h: &Host, j: &RayJob) -> RhaiResult<Map> {
@@ -357,29 +363,52 @@ fn follow_driver(h: &Host, j: &RayJob) -> RhaiResult<Map> {
     )?;
     let st = status_map(Some(&obj));
     let get = |key: &str| st.get(key).filter(|v| !v.is_unit()).map(|v| v.to_string());
-    match (get("cluster"), get("job_id")) {
-        (Some(cluster), Some(job_id)) => match head_client(h, &k, &j.namespace, &cluster) {
-            Ok(client) => {
-                follow_log(h, &client, &job_id, |chunk| {
-                    h.print(Stream::Stdout, chunk);
-                    if let Ok(mut log) = j.log.lock() {
-                        log.push_str(chunk);
-                    }
-                    Ok(true)
+    let (Some(cluster), Some(job_id)) = (get("cluster"), get("job_id")) else {
+        let note = format!(
+            "RayJob {} ended before its driver log could be read",
+            j.name
+        );
+        h.line(Stream::Stderr, &format!("warning: {note}"));
+        return wait_terminal(h, j, DEFAULT_TIMEOUT);
+    };
+    let dashboard = match head_dashboard(h, &k, &j.namespace, &cluster) {
+        Ok(d) => d,
+        Err(e) => {
+            let note = format!("cannot reach the driver log: {e}");
+            h.line(Stream::Stderr, &format!("warning: {note}"));
+            return wait_terminal(h, j, DEFAULT_TIMEOUT);
+        }
+    };
+    // KubeRay submits the job after it reports Running; until Ray knows the id, retry.
+    let mut tries = 0;
+    loop {
+        let followed = follow_log(h, &dashboard.client, &job_id, |chunk| {
+            h.print(Stream::Stdout, chunk);
+            if let Ok(mut log) = j.log.lock() {
+                log.push_str(chunk);
+            }
+            Ok(true)
+        });
+        match followed {
+            Ok(_) => break,
+            Err(e) if error_code(&e) == Some(CODE_NOT_FOUND) && tries < SUBMIT_WAIT_TRIES => {
+                tries += 1;
+                h.block_on(async {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    Ok(())
                 })?;
             }
-            Err(e) => h.line(
-                Stream::Stderr,
-                &format!("warning: cannot reach the driver log: {e}"),
-            ),
-        },
-        _ => h.line(
-            Stream::Stderr,
-            &format!(
-                "warning: RayJob {} ended before its driver log could be read",
-                j.name
-            ),
-        ),
+            // With shutdownAfterJobFinishes the head goes away right after the job ends.
+            Err(e) if error_code(&e) == Some(CODE_UNREACHABLE) => {
+                h.line(
+                    Stream::Stderr,
+                    "note: the Ray dashboard went away (the cluster shuts down when the job \
+                     ends); the RayJob's status has the outcome",
+                );
+                break;
+            }
+            Err(e) => return Err(e),
+        }
     }
     wait_terminal(h, j, DEFAULT_TIMEOUT)
 }

@@ -2,6 +2,7 @@
 //! over the same `crate::ray` client `nrl job` uses. Submitting and stopping are
 //! recorded in plan mode; reads always go to the dashboard.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rhai::plugin::*;
@@ -9,12 +10,13 @@ use rhai::{Array, Dynamic, FLOAT, FnPtr, INT, Map};
 
 use super::stream::follow_log;
 use crate::diag::Diag;
+use crate::k8s::portforward::PortForward as Forward;
 use crate::ray::{
     JobSpec, JobStatus, PackageOptions, RayClient, RayClientOptions, SubmitRequest, UploadSet,
     stop_job, submit_job, wait_terminal,
 };
 use crate::script::convert::to_dynamic;
-use crate::script::errors::{RhaiResult, fail, usage};
+use crate::script::errors::{RhaiResult, at, fail, usage};
 use crate::script::host::{Host, host};
 use crate::script::output::Stream;
 
@@ -22,6 +24,8 @@ use crate::script::output::Stream;
 #[derive(Clone)]
 pub struct Dashboard {
     pub client: RayClient,
+    /// The port-forward the client goes through, kept open while a handle uses it.
+    pub forward: Option<Arc<Forward>>,
 }
 
 /// A job submitted to a dashboard; `planned` in plan mode (nothing was submitted).
@@ -30,6 +34,7 @@ pub struct Submission {
     pub client: RayClient,
     pub id: String,
     pub planned: bool,
+    pub forward: Option<Arc<Forward>>,
 }
 
 const SUBMIT_KEYS: [&str; 8] = [
@@ -50,15 +55,19 @@ pub mod ray_module {
     /// A client for the Ray dashboard at `address` (`http://host:port`; `host:port`
     /// means http). Every call has a 30 s deadline and retries transient failures.
     #[rhai_fn(return_raw)]
-    pub fn dashboard(address: &str) -> RhaiResult<Dashboard> {
-        connect(address, &Map::new())
+    pub fn dashboard(ctx: NativeCallContext, address: &str) -> RhaiResult<Dashboard> {
+        at(ctx.call_position(), connect(address, &Map::new()))
     }
 
     /// A dashboard client with options: `token` (bearer token), `timeout` (seconds per
     /// call, retries included).
     #[rhai_fn(name = "dashboard", return_raw)]
-    pub fn dashboard_with(address: &str, options: Map) -> RhaiResult<Dashboard> {
-        connect(address, &options)
+    pub fn dashboard_with(
+        ctx: NativeCallContext,
+        address: &str,
+        options: Map,
+    ) -> RhaiResult<Dashboard> {
+        at(ctx.call_position(), connect(address, &options))
     }
 
     /// The dashboard's address.
@@ -118,6 +127,7 @@ pub mod ray_module {
             client: d.client.clone(),
             id: id.to_string(),
             planned: false,
+            forward: d.forward.clone(),
         }
     }
 
@@ -198,6 +208,7 @@ pub mod ray_module {
     pub fn submission_dashboard(s: &mut Submission) -> Dashboard {
         Dashboard {
             client: s.client.clone(),
+            forward: s.forward.clone(),
         }
     }
 
@@ -313,6 +324,7 @@ fn connect(address: &str, options: &Map) -> RhaiResult<Dashboard> {
     }
     Ok(Dashboard {
         client: RayClient::new(address, opts).map_err(fail)?,
+        forward: None,
     })
 }
 
@@ -380,6 +392,7 @@ fn submit_spec(ctx: &NativeCallContext, d: &Dashboard, spec: &Map) -> RhaiResult
             client: d.client.clone(),
             id,
             planned: true,
+            forward: d.forward.clone(),
         });
     }
     let job = JobSpec {
@@ -403,6 +416,7 @@ fn submit_spec(ctx: &NativeCallContext, d: &Dashboard, spec: &Map) -> RhaiResult
         client: d.client.clone(),
         id: submitted.submission_id,
         planned: false,
+        forward: d.forward.clone(),
     })
 }
 
