@@ -1,8 +1,9 @@
 //! The one engine factory.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use rhai::{Dynamic, Engine};
+use rhai::packages::{Package, StandardPackage};
+use rhai::{Dynamic, Engine, Module, Shared};
 
 use super::builtins;
 use super::errors::CANCELLED;
@@ -15,11 +16,38 @@ use super::resolver::NrlResolver;
 /// expression-depth / size limits, cancellation through `on_progress`, `print` and
 /// `debug` to the host's output, `import` through [`NrlResolver`], every built-in.
 pub fn new_engine(host: &Arc<Host>) -> Engine {
-    let mut engine = Engine::new();
+    // `Engine::new()` minus its file resolver and stdout printing, with the standard
+    // package and the built-in modules built once per process (they are immutable).
+    let mut engine = Engine::new_raw();
+    engine.set_max_strings_interned(256);
+    engine.register_global_module(standard_package());
     configure(&mut engine, host);
     builtins::register_types(&mut engine);
-    builtins::register_modules(&mut engine);
+    for (b, module) in builtins::BUILTINS.iter().zip(builtin_modules()) {
+        if b.global {
+            engine.register_global_module(module.clone());
+        } else {
+            engine.register_static_module(b.name, module.clone());
+        }
+    }
     engine
+}
+
+fn standard_package() -> Shared<Module> {
+    static STD: OnceLock<Shared<Module>> = OnceLock::new();
+    STD.get_or_init(|| StandardPackage::new().as_shared_module())
+        .clone()
+}
+
+/// The built-in modules, in [`builtins::BUILTINS`] order.
+fn builtin_modules() -> &'static [Shared<Module>] {
+    static MODULES: OnceLock<Vec<Shared<Module>>> = OnceLock::new();
+    MODULES.get_or_init(|| {
+        builtins::BUILTINS
+            .iter()
+            .map(|b| (b.build)().into())
+            .collect()
+    })
 }
 
 fn configure(engine: &mut Engine, host: &Arc<Host>) {

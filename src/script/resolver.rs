@@ -10,9 +10,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
+use rhai::{AST, Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 
 use super::host::Host;
 use crate::config::source::{SourceKind, add_source};
@@ -32,6 +32,23 @@ pub const STDLIB_PREFIX: &str = "nrl/";
 /// The text of stdlib module `name` (`"checklist"`).
 pub fn stdlib_text(name: &str) -> Option<&'static str> {
     STDLIB.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// A stdlib module compiled once per process (every script engine is configured alike,
+/// so an AST compiled by one runs on any).
+fn stdlib_ast(engine: &Engine, name: &str, text: &str) -> Result<Arc<AST>, rhai::ParseError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<AST>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(ast) = cache.lock().ok().and_then(|c| c.get(name).cloned()) {
+        return Ok(ast);
+    }
+    let mut ast = engine.compile(text)?;
+    ast.set_source(name);
+    let ast = Arc::new(ast);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(name.to_string(), ast.clone());
+    }
+    Ok(ast)
 }
 
 /// The resolver installed on every script engine.
@@ -120,8 +137,13 @@ impl ModuleResolver for NrlResolver {
         let in_module = |e: Box<EvalAltResult>| {
             Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos))
         };
-        let mut ast = engine.compile(&*text).map_err(|e| in_module(e.into()))?;
-        ast.set_source(name.as_str());
+        let ast = if file.is_none() {
+            stdlib_ast(engine, &name, &text).map_err(|e| in_module(e.into()))?
+        } else {
+            let mut ast = engine.compile(&*text).map_err(|e| in_module(e.into()))?;
+            ast.set_source(name.as_str());
+            Arc::new(ast)
+        };
         let module = Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(in_module)?;
         let module: Shared<Module> = module.into();
         if let Ok(mut c) = self.cache.lock() {

@@ -93,15 +93,3 @@ pub fn register_types(engine: &mut Engine) {
         .register_type_with_name::<interact::Progress>("Progress")
         .register_type_with_name::<crate::script::errors::ScriptError>("Error");
 }
-
-/// Install every module on `engine`.
-pub fn register_modules(engine: &mut Engine) {
-    for b in BUILTINS {
-        let module = (b.build)().into();
-        if b.global {
-            engine.register_global_module(module);
-        } else {
-            engine.register_static_module(b.name, module);
-        }
-    }
-}
