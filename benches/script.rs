@@ -5,7 +5,7 @@
 //!
 //! `cargo bench --bench script --profile dev` on shared machines.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,7 +33,7 @@ fn args() -> Vec<String> {
 }
 
 /// One whole plan-mode run; returns the number of recorded steps.
-fn plan_launch(script: &PathBuf, args: &[String]) -> usize {
+fn plan_launch(script: &Path, args: &[String]) -> usize {
     let mut opts = HostOptions::new(repo());
     opts.dry_run = true;
     opts.env = Arc::new(MapEnv::new([
