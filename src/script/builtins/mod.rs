@@ -13,6 +13,7 @@ pub mod config;
 pub mod data;
 pub mod interact;
 pub mod k8s;
+pub mod k8s_wait;
 pub mod launch;
 pub mod ray;
 pub mod render;
