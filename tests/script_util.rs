@@ -99,6 +99,46 @@ fn exit_sets_the_exit_code_and_stops_the_script() {
     assert_eq!(run("40 + 2").exit(), Exit::Ok);
     let d = run("exit(256)").result.unwrap_err();
     assert!(d.render(false, 100).contains("out of range"));
+    let d = run(r#"exit("3")"#).result.unwrap_err();
+    assert!(
+        d.message.contains("exit takes an integer code"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn cancelling_stops_builtins_busy_loops_and_child_processes() {
+    for text in [
+        "sleep(60)",
+        "let n = 0; loop { n += 1; }",
+        r#"shell("sleep 60")"#,
+    ] {
+        let token = tokio_util::sync::CancellationToken::new();
+        let canceller = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            canceller.cancel();
+        });
+        let r = run_with("cancel.rhai", text, &[], |o| o.cancel = token);
+        let d = r.err();
+        assert_eq!(d.code, "nrl::script::interrupted", "{text}");
+        assert_eq!(d.exit, Exit::Interrupted, "{text}");
+    }
+}
+
+#[test]
+fn cancellation_cannot_be_caught() {
+    let token = tokio_util::sync::CancellationToken::new();
+    token.cancel();
+    let r = run_with(
+        "cancel.rhai",
+        r#"try { sleep(60) } catch (e) { print("caught") } print("after");"#,
+        &[],
+        |o| o.cancel = token,
+    );
+    assert_eq!(r.err().code, "nrl::script::interrupted");
+    assert_eq!(r.stdout(), "");
 }
 
 #[test]
@@ -290,4 +330,31 @@ fn print_and_debug_go_to_the_host_output() {
         "{}",
         r.stderr()
     );
+}
+
+#[test]
+fn cancelling_a_shell_command_kills_what_it_started() {
+    let marker = format!("5{}.{}", std::process::id() % 10, fastrand::u32(1000..9999));
+    let token = tokio_util::sync::CancellationToken::new();
+    let canceller = token.clone();
+    let script = format!(r#"shell("sleep {marker} & sleep {marker}; wait")"#);
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        canceller.cancel();
+    });
+    let r = run_with("cancel.rhai", &script, &[], |o| o.cancel = token);
+    assert_eq!(r.err().code, "nrl::script::interrupted");
+    let running = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {marker}")])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false)
+    };
+    // SIGKILL is delivered at once; allow the kernel a moment to reap (not a timing test).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(), "`sleep {marker}` outlived the cancelled script");
 }

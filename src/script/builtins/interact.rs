@@ -243,24 +243,31 @@ fn run_shell(ctx: &NativeCallContext, command: &str, options: &Map) -> RhaiResul
     let workdir = h.opts.workdir.clone();
     let command_owned = command.to_string();
     let output = h.block_on(async move {
-        tokio::process::Command::new("sh")
+        let mut command = tokio::process::Command::new("sh");
+        command
             .arg("-c")
             .arg(&command_owned)
             .current_dir(&workdir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Ctrl-C drops this future; the child must not outlive it.
-            .kill_on_drop(true)
-            .output()
-            .await
-            .map_err(|e| {
-                Diag::new(
-                    "nrl::script::shell",
-                    format!("cannot run `{command_owned}`: {e}"),
-                )
-                .help("check `sh` is on PATH")
-            })
+            .kill_on_drop(true);
+        // Its own process group, so Ctrl-C can take down what the command started too.
+        #[cfg(unix)]
+        command.process_group(0);
+        let spawn_error = |e: std::io::Error| {
+            Diag::new(
+                "nrl::script::shell",
+                format!("cannot run `{command_owned}`: {e}"),
+            )
+            .help("check `sh` is on PATH")
+        };
+        let child = command.spawn().map_err(spawn_error)?;
+        // Dropped with this future on Ctrl-C: kills the whole group.
+        let mut group = GroupKill(child.id());
+        let output = child.wait_with_output().await.map_err(spawn_error)?;
+        group.0 = None;
+        Ok(output)
     })?;
     let code = output.status.code().unwrap_or(-1);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -284,4 +291,21 @@ fn run_shell(ctx: &NativeCallContext, command: &str, options: &Map) -> RhaiResul
     result.insert("stderr".into(), stderr.into());
     result.insert("planned".into(), Dynamic::FALSE);
     Ok(result)
+}
+
+/// Kills a process group when dropped (unless emptied).
+struct GroupKill(Option<u32>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self
+            .0
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            // ESRCH: the group is already gone.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
 }

@@ -155,6 +155,16 @@ pub mod util_module {
         )))
     }
 
+    /// `exit` with anything but an integer is a mistake (`exit("1")`): refused.
+    #[rhai_fn(name = "exit", return_raw)]
+    pub fn exit_other(value: Dynamic) -> RhaiResult<Dynamic> {
+        Err(usage(
+            "nrl::script::exit",
+            format!("exit takes an integer code, not a {}", value.type_name()),
+            "write exit(1); parse text first: exit(parse_int(s))",
+        ))
+    }
+
     /// Print a line to stderr (commentary, kept apart from the script's results).
     #[rhai_fn(return_raw)]
     pub fn log(ctx: NativeCallContext, message: Dynamic) -> RhaiResult<()> {
