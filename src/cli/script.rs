@@ -15,7 +15,7 @@ use crate::script::{Host, HostOptions, docs, run_on_thread};
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Arguments after `--` reach the script as the map `args`: `--name value` → args.name,
-`a.b=1` → args.overrides, other words → args.positional (see --builtins).
+`a.b=1` → args.overrides, other words → args.positional; a bare `--flag` is true.
 
 Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error; 2 a syntax error
 or bad arguments; 130 Ctrl-C.

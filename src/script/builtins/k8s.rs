@@ -3,7 +3,8 @@
 //!
 //! The client connects on first use (kubeconfig context, or in-cluster). Apply, delete
 //! and exec are recorded in plan mode; before the first real change the context and
-//! namespace are printed.
+//! namespace are printed. Each function runs its body through `at(call position, …)`:
+//! Rhai leaves the errors of namespaced native calls (`k8s::get(…)`) without a position.
 
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
