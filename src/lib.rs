@@ -10,3 +10,4 @@ pub mod k8s;
 pub mod launch;
 pub mod ray;
 pub mod render;
+pub mod script;

@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod job;
 pub mod logs;
 pub mod run;
+pub mod script;
 pub mod status;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
@@ -43,6 +44,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
     Dev(dev::DevArgs),
+    /// Run a Rhai playbook (`--dry-run` prints the plan instead of acting).
+    Script(script::ScriptArgs),
 }
 
 /// Run a parsed command line.
@@ -56,5 +59,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Dev(args) => dev::run(args),
+        Command::Script(args) => script::run(args),
     }
 }
