@@ -27,9 +27,9 @@ pub enum Exit {
     Api,
     /// Interrupted (Ctrl-C).
     Interrupted,
-    /// The exit status of a command run elsewhere, passed through unchanged
-    /// (`nrl dev connect -- CMD`).
-    Remote(i32),
+    /// A status passed through unchanged: a remote command's (`nrl dev connect -- CMD`)
+    /// or a script's `exit(n)`.
+    Code(i32),
 }
 
 impl Exit {
@@ -40,7 +40,7 @@ impl Exit {
             Exit::Input => 2,
             Exit::Api => 3,
             Exit::Interrupted => 130,
-            Exit::Remote(code) => code,
+            Exit::Code(code) => code,
         }
     }
 }

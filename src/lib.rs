@@ -11,3 +11,4 @@ pub mod k8s;
 pub mod launch;
 pub mod ray;
 pub mod render;
+pub mod script;

@@ -15,6 +15,7 @@ pub mod gym;
 pub mod job;
 pub mod logs;
 pub mod run;
+pub mod script;
 pub mod status;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
@@ -44,6 +45,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
     Dev(dev::DevArgs),
+    /// Run a Rhai playbook (`--dry-run` prints the plan instead of acting).
+    Script(script::ScriptArgs),
     /// Run NeMo Gym benchmarks as Kubernetes Jobs: render, submit, status, logs, cancel.
     Gym(gym::GymArgs),
 }
@@ -59,6 +62,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Dev(args) => dev::run(args),
+        Command::Script(args) => script::run(args),
         Command::Gym(args) => gym::run(args),
     }
 }
