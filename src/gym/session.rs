@@ -198,11 +198,38 @@ pub async fn follow(
 ) -> Result<Exit> {
     let ns = started.record.run.namespace.clone().unwrap_or_default();
     let id = started.record.run.id.clone();
-    watch_run(k8s, &ns, &id, &mut started.view, on_change).await?;
-    if let Err(e) = explain_from_pods(k8s, &ns, &id, &mut started.view).await {
+    follow_run(
+        k8s,
+        &ns,
+        &id,
+        &mut started.view,
+        Some(&mut started.record),
+        env,
+        on_change,
+        warn,
+    )
+    .await
+}
+
+/// [`follow`] for any view of a run (one attached to later, perhaps without a record).
+#[allow(clippy::too_many_arguments)]
+pub async fn follow_run(
+    k8s: &K8s,
+    ns: &str,
+    run_id: &str,
+    view: &mut RunView,
+    record: Option<&mut GymRecord>,
+    env: &dyn Env,
+    on_change: impl FnMut(&RunView),
+    warn: &mut dyn FnMut(Diag),
+) -> Result<Exit> {
+    watch_run(k8s, ns, run_id, view, on_change).await?;
+    if let Err(e) = explain_from_pods(k8s, ns, run_id, view).await {
         warn(e.warning());
     }
-    update_record(&mut started.record, &started.view);
-    save_record(&started.record, env, warn);
-    Ok(exit_of(&started.view))
+    if let Some(record) = record {
+        update_record(record, view);
+        save_record(record, env, warn);
+    }
+    Ok(exit_of(view))
 }

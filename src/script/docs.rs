@@ -159,6 +159,8 @@ fn is_handle(t: &str) -> bool {
             | "Dashboard"
             | "Submission"
             | "RayJob"
+            | "GymConfig"
+            | "GymRun"
             | "PortForward"
             | "Progress"
             | "Error"
