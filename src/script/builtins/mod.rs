@@ -12,6 +12,7 @@ use rhai::{Engine, Module, exported_module};
 pub mod config;
 pub mod data;
 pub mod gym;
+mod gym_run;
 pub mod interact;
 pub mod k8s;
 pub mod k8s_wait;
