@@ -13,6 +13,7 @@ pub mod dev;
 pub mod doctor;
 pub mod job;
 pub mod logs;
+pub mod repl;
 pub mod run;
 pub mod script;
 pub mod status;
@@ -46,6 +47,8 @@ pub enum Command {
     Dev(dev::DevArgs),
     /// Run a Rhai playbook (`--dry-run` prints the plan instead of acting).
     Script(script::ScriptArgs),
+    /// An interactive Rhai console onto the same built-ins (completion, hints, history).
+    Repl(repl::ReplArgs),
 }
 
 /// Run a parsed command line.
@@ -60,5 +63,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Run(args) => run::run(args),
         Command::Dev(args) => dev::run(args),
         Command::Script(args) => script::run(args),
+        Command::Repl(args) => repl::run(args),
     }
 }
