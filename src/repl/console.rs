@@ -186,10 +186,10 @@ impl Console {
             if line.trim().is_empty() {
                 continue;
             }
-            if editor.add_history_entry(line.as_str()).unwrap_or(false) {
-                if let Some(path) = &opts.history {
-                    save_history(&mut editor, path);
-                }
+            if editor.add_history_entry(line.as_str()).unwrap_or(false)
+                && let Some(path) = &opts.history
+            {
+                save_history(&mut editor, path);
             }
             let step = self.dispatch(&line);
             if let Some(h) = editor.helper_mut() {

@@ -61,7 +61,7 @@ fn open_call(src: &str, tokens: &[Token]) -> Option<(usize, Option<usize>)> {
 }
 
 /// The entry for the name at `name_at`: by module prefix, receiver or bare name; among
-/// overloads, the shortest that takes the argument being typed (nrl's first).
+/// overloads, the shortest that takes the argument being typed.
 fn pick<'a>(
     src: &str,
     tokens: &[Token],
@@ -75,19 +75,25 @@ fn pick<'a>(
         Some("::") if name_at >= 2 => cx.functions(Some(tokens[name_at - 2].text(src)), name),
         Some("." | "?.") => {
             let receiver = infer_type(src, &tokens[..name_at - 1], cx);
-            let typed = cx.members(receiver.as_deref(), name);
-            if typed.is_empty() {
-                cx.members(None, name)
-            } else {
-                typed
-            }
+            cx.members(receiver.as_deref(), name)
         }
         _ => cx.functions(None, name),
     };
-    let wanted = arg_index.map(|i| i + 1).unwrap_or(0);
+    // After a comma the call has at least that many arguments and one more coming.
+    let wanted = match arg_index {
+        Some(commas) if commas > 0 => commas + 1,
+        _ => 0,
+    };
     entries.retain(|e| e.accepts(wanted));
-    entries.sort_by_key(|e| (e.origin == Origin::Std, e.params.len()));
-    entries.into_iter().next()
+    entries.sort_by_key(|e| e.params.len());
+    if let Some(own) = entries.iter().find(|e| e.origin != Origin::Std) {
+        return Some(own);
+    }
+    // The standard library overloads by type (`print(map)`, `print(array)`, …): a hint
+    // only when one signature is left.
+    let signatures: std::collections::BTreeSet<String> =
+        entries.iter().map(|e| e.signature()).collect();
+    (signatures.len() == 1).then(|| entries[0])
 }
 
 #[cfg(test)]
@@ -132,8 +138,15 @@ mod tests {
         // Back out of a closed inner call to the enclosing one.
         let h = hint("k8s::logs(k8s::namespace(), ").unwrap();
         assert!(h.contains("k8s::logs("), "{h}");
+        let h = hint("k8s::banner(").unwrap();
+        assert!(h.contains("k8s::banner() -> string"), "{h}");
         let h = hint("k8s::banner").unwrap();
         assert!(h.contains("k8s::banner() -> string"), "{h}");
+        assert!(
+            hint("\"a\".to_upper(")
+                .unwrap()
+                .contains("string.to_upper() -> string")
+        );
     }
 
     #[test]
@@ -142,5 +155,9 @@ mod tests {
         assert_eq!(hint(":doc k8s::list("), None);
         assert_eq!(hint("(1 + "), None);
         assert_eq!(hint("no_such_function("), None);
+        // The standard library's overloads by type are too many to pick one.
+        assert_eq!(hint("print("), None);
+        // A Config has no `name`; a Manifest's is not offered for it.
+        assert_eq!(hint("cfg.name"), None);
     }
 }

@@ -224,11 +224,7 @@ pub fn unfinished(src: &str) -> bool {
             "(" => stack.push(')'),
             "[" | "?[" => stack.push(']'),
             "{" | "#{" => stack.push('}'),
-            close @ (")" | "]" | "}") => {
-                if stack.pop() != close.chars().next() {
-                    return false;
-                }
-            }
+            close @ (")" | "]" | "}") if stack.pop() != close.chars().next() => return false,
             _ => {}
         }
     }
@@ -268,13 +264,12 @@ pub fn top_level_imports(src: &str) -> Vec<Import> {
                     && path.closed
                     && kw.text(src) == "as"
                     && alias.kind == Kind::Ident
+                    && let Some(p) = string_value(path.text(src))
                 {
-                    if let Some(p) = string_value(path.text(src)) {
-                        out.push(Import {
-                            path: p,
-                            alias: alias.text(src).to_string(),
-                        });
-                    }
+                    out.push(Import {
+                        path: p,
+                        alias: alias.text(src).to_string(),
+                    });
                 }
             }
             _ => {}
