@@ -263,3 +263,40 @@ fn preloaded_files_and_help() {
         "{text}"
     );
 }
+
+#[test]
+fn ctrl_c_ends_a_piped_session_with_130() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let state = tempdir();
+    let mut child = nrl_repl(state.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrl starts");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"print(\"go\"); sleep(600)\nprint(\"not reached\")\n")
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, "go\n");
+    // SAFETY: kill(2) on the child's pid, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "nrl did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(!rest.contains("not reached"), "{rest}");
+    drop(stdin);
+}

@@ -95,8 +95,25 @@ impl Entry {
         }
     }
 
-    pub fn first_doc_line(&self) -> &str {
-        self.doc.lines().next().unwrap_or("")
+    /// The first sentence of the documentation (doc comments wrap mid-sentence, so the
+    /// first paragraph is joined first).
+    pub fn summary(&self) -> String {
+        let paragraph = self
+            .doc
+            .lines()
+            .map(str::trim)
+            .take_while(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        // A sentence ends at ". ", but not after an abbreviation (`e.g. x`).
+        let end = paragraph.match_indices(". ").map(|(i, _)| i).find(|&i| {
+            let word = paragraph[..i].rsplit(' ').next().unwrap_or("");
+            !word.ends_with("e.g") && !word.ends_with("i.e")
+        });
+        match end {
+            Some(i) => paragraph[..=i].to_string(),
+            None => paragraph,
+        }
     }
 
     /// Whether a call with `n` arguments (after the receiver) can match.
@@ -350,6 +367,23 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_is_the_first_sentence() {
+        let e = Entry {
+            kind: EntryKind::Function,
+            origin: Origin::Script,
+            home: "session".into(),
+            module: None,
+            name: "f".into(),
+            receiver: None,
+            params: vec![("a".into(), String::new())],
+            ret: String::new(),
+            doc: "Wraps across\nlines, e.g. here. Then more.\n\nNext paragraph.".into(),
+        };
+        assert_eq!(e.summary(), "Wraps across lines, e.g. here.");
+        assert_eq!(e.signature(), "f(a)");
+    }
+
+    #[test]
     fn builtins_are_attributed_and_typed() {
         let cat = Catalog::builtins();
         let list = sigs(&cat.lookup("k8s::list"));
@@ -365,7 +399,7 @@ mod tests {
             "{:?}",
             sigs(&recipe)
         );
-        assert!(recipe[0].first_doc_line().len() > 10);
+        assert!(recipe[0].summary().ends_with('.'));
         let get = sigs(&cat.lookup("Config.get"));
         assert_eq!(get, ["Config.get(path: string) -> any"]);
         assert_eq!(

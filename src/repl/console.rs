@@ -47,10 +47,6 @@ pub struct ReplOptions {
 
 /// Run a session until Ctrl-D, `:quit`, `exit(n)` or the end of piped input.
 pub fn run(mut opts: ReplOptions) -> Result<Exit> {
-    // Built in the background: the prompt must not wait for it (the first Tab might).
-    std::thread::spawn(|| {
-        Catalog::builtins();
-    });
     let own_runtime = match opts.host.runtime {
         Some(_) => None,
         None => {

@@ -28,10 +28,10 @@ pub fn signature_hint(line: &str, pos: usize, cx: &Lookup) -> Option<String> {
     };
     let entry = pick(before, &tokens, name_at, arg_index, cx)?;
     let mut text = format!("  {}", entry.signature());
-    let doc = entry.first_doc_line();
+    let doc = entry.summary();
     if !doc.is_empty() {
         text.push_str(" — ");
-        text.push_str(doc);
+        text.push_str(&doc);
     }
     Some(cut(&text, MAX))
 }

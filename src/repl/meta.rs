@@ -17,22 +17,22 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "help",
         args: "[name]",
-        about: "this list; with a name, the signatures and summary of a built-in or a meta-command",
+        about: "this list; with a name: a built-in's signatures and summary",
     },
     Command {
         name: "doc",
         args: "name",
-        about: "the full documentation of a function (`k8s::list`, `Config.get`, `recipe`) or a module (`k8s`)",
+        about: "the documentation of a function (`k8s::list`, `Config.get`) or module (`k8s`)",
     },
     Command {
         name: "load",
         args: "FILE",
-        about: "run a script into the session: its variables, functions and imports stay",
+        about: "run a script into the session (its variables, functions, imports stay)",
     },
     Command {
         name: "vars",
         args: "",
-        about: "the session's variables with their types and values, and its imports",
+        about: "the session's variables (type and value) and imports",
     },
     Command {
         name: "ctx",
@@ -47,7 +47,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "plan",
         args: "[on|off]",
-        about: "plan mode: record cluster changes instead of making them; without an argument, show the plan",
+        about: "record cluster changes instead of making them; alone: show the plan",
     },
     Command {
         name: "clear",
@@ -210,11 +210,7 @@ fn entries_text(entries: &[&Entry], full: bool) -> String {
     let mut out = String::new();
     for e in entries {
         out.push_str(&format!("  {}\n", e.signature()));
-        let doc = if full {
-            e.doc.as_str()
-        } else {
-            e.first_doc_line()
-        };
+        let doc = if full { e.doc.clone() } else { e.summary() };
         for line in doc.lines() {
             out.push_str(&format!("      {line}\n"));
         }

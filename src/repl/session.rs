@@ -205,7 +205,7 @@ impl Session {
 
     /// `:vars`: each variable with its type and a one-line value.
     pub fn vars(&self) -> String {
-        if self.scope.is_empty() {
+        if self.scope.is_empty() && self.imports.is_empty() {
             return "no variables yet (`let x = …` defines one)\n".to_string();
         }
         let mut out = String::new();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 
+use super::catalog::Catalog;
 use super::pretty::Printer;
 use super::session::{LineResult, Session, Snapshot};
 use crate::diag::{Diag, Exit, Result};
@@ -34,6 +35,12 @@ impl Worker {
             .stack_size(16 << 20)
             .spawn(move || {
                 let mut session = Session::new(session_host, printer);
+                // The completion catalog (tens of ms in a debug build) is built once the
+                // engine is ready, so it does not delay the first input; the prompt
+                // waits for neither (a Tab pressed before it is ready waits).
+                std::thread::spawn(|| {
+                    Catalog::builtins();
+                });
                 while let Ok(job) = inbox.recv() {
                     let result = job(&mut session);
                     if outbox.send((result, session.snapshot())).is_err() {
