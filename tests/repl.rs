@@ -185,6 +185,15 @@ fn a_session_against_the_fake_api_server() {
         fake.get("ray.io/v1", "RayCluster", "default", "demo")
             .is_some()
     );
+
+    // :ns switches the namespace; a context that does not exist is refused and not kept.
+    t.line(":ns team-b");
+    t.wait_for("context `fake`, namespace `team-b`");
+    t.line(":ctx no-such-context");
+    t.wait_for("failed to load current context");
+    t.wait_for(PROMPT);
+    t.line("k8s::banner()");
+    t.wait_for("context `fake`, namespace `team-b`");
     t.send(CTRL_D);
     assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
 }

@@ -61,7 +61,11 @@ pub fn run(mut opts: ReplOptions) -> Result<Exit> {
         .clone()
         .ok_or_else(|| runtime_error("no runtime"))?;
     let host = Host::new(opts.host.clone());
-    let worker = Worker::start(host.clone(), Printer { width: opts.width })?;
+    let worker = Worker::start(
+        host.clone(),
+        Printer { width: opts.width },
+        opts.interactive,
+    )?;
     watch_ctrl_c(&handle, &host, worker.busy(), opts.interactive)?;
     let mut console = Console {
         host,

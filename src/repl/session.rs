@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rhai::{AST, Dynamic, Engine, EvalAltResult, Position, Scope};
+use rhai::{AST, Dynamic, Engine, EvalAltResult, Module, Position, Scope, Shared};
 
 use super::catalog::{Catalog, Entry, EntryKind, Origin};
 use super::lexer::{Import, top_level_imports};
@@ -63,7 +63,8 @@ pub struct Session {
     scope: Scope<'static>,
     /// Function definitions so far (statements are cleared after each evaluation).
     lib: AST,
-    imports: Vec<Import>,
+    /// Imports kept so far, with the modules they resolved to.
+    imports: Vec<(Import, Shared<Module>)>,
     imports_catalog: Catalog,
     inputs: usize,
     printer: Printer,
@@ -179,9 +180,9 @@ impl Session {
             // It resolved a moment ago during evaluation; a failure now changes nothing.
             if let Ok(module) = resolved {
                 self.engine
-                    .register_static_module(import.alias.as_str(), module);
-                self.imports.retain(|i| i.alias != import.alias);
-                self.imports.push(import);
+                    .register_static_module(import.alias.as_str(), module.clone());
+                self.imports.retain(|(i, _)| i.alias != import.alias);
+                self.imports.push((import, module));
             }
         }
         self.imports_catalog = self.catalog_of_imports();
@@ -189,16 +190,8 @@ impl Session {
 
     fn catalog_of_imports(&self) -> Catalog {
         let mut engine = Engine::new_raw();
-        for import in &self.imports {
-            let resolved = self.engine.module_resolver().resolve(
-                &self.engine,
-                None,
-                &import.path,
-                Position::NONE,
-            );
-            if let Ok(module) = resolved {
-                engine.register_static_module(import.alias.as_str(), module);
-            }
+        for (import, module) in &self.imports {
+            engine.register_static_module(import.alias.as_str(), module.clone());
         }
         Catalog::of_modules(&engine)
     }
@@ -217,7 +210,7 @@ impl Session {
                 self.printer.summary(&self.engine, value)
             ));
         }
-        for import in &self.imports {
+        for (import, _) in &self.imports {
             out.push_str(&format!("import {:?} as {}\n", import.path, import.alias));
         }
         out

@@ -26,7 +26,8 @@ pub struct Worker {
 
 impl Worker {
     /// Start the thread; the engine is built there, while the caller sets up the editor.
-    pub fn start(host: Arc<Host>, printer: Printer) -> Result<Worker> {
+    /// `warm_catalog`: then build the completion catalog in the background too.
+    pub fn start(host: Arc<Host>, printer: Printer, warm_catalog: bool) -> Result<Worker> {
         let (jobs, inbox) = channel::<Job>();
         let (outbox, replies) = channel();
         let session_host = host.clone();
@@ -38,9 +39,11 @@ impl Worker {
                 // The completion catalog (tens of ms in a debug build) is built once the
                 // engine is ready, so it does not delay the first input; the prompt
                 // waits for neither (a Tab pressed before it is ready waits).
-                std::thread::spawn(|| {
-                    Catalog::builtins();
-                });
+                if warm_catalog {
+                    std::thread::spawn(|| {
+                        Catalog::builtins();
+                    });
+                }
                 while let Ok(job) = inbox.recv() {
                     let result = job(&mut session);
                     if outbox.send((result, session.snapshot())).is_err() {
