@@ -60,13 +60,22 @@ pub fn run(mut opts: ReplOptions) -> Result<Exit> {
         .runtime
         .clone()
         .ok_or_else(|| runtime_error("no runtime"))?;
+    let exit = session(&opts, &handle);
+    // A prompt may still be reading stdin on a blocking thread; do not wait for it.
+    if let Some(rt) = own_runtime {
+        rt.shutdown_background();
+    }
+    exit
+}
+
+fn session(opts: &ReplOptions, handle: &tokio::runtime::Handle) -> Result<Exit> {
     let host = Host::new(opts.host.clone());
     let worker = Worker::start(
         host.clone(),
         Printer { width: opts.width },
         opts.interactive,
     )?;
-    watch_ctrl_c(&handle, &host, worker.busy(), opts.interactive)?;
+    watch_ctrl_c(handle, &host, worker.busy(), opts.interactive)?;
     let mut console = Console {
         host,
         worker,
@@ -80,13 +89,11 @@ pub fn run(mut opts: ReplOptions) -> Result<Exit> {
             return Ok(exit);
         }
     }
-    let exit = if opts.interactive {
-        console.interactive(&opts)
+    if opts.interactive {
+        console.interactive(opts)
     } else {
         console.piped()
-    };
-    drop(own_runtime);
-    exit
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
