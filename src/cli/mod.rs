@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod gym;
 pub mod job;
 pub mod logs;
+pub mod repl;
 pub mod run;
 pub mod script;
 pub mod status;
@@ -49,6 +50,8 @@ pub enum Command {
     Script(script::ScriptArgs),
     /// Run NeMo Gym benchmarks as Kubernetes Jobs: render, submit, status, logs, cancel.
     Gym(gym::GymArgs),
+    /// An interactive Rhai console onto the same built-ins (completion, hints, history).
+    Repl(repl::ReplArgs),
 }
 
 /// Run a parsed command line.
@@ -64,5 +67,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Dev(args) => dev::run(args),
         Command::Script(args) => script::run(args),
         Command::Gym(args) => gym::run(args),
+        Command::Repl(args) => repl::run(args),
     }
 }

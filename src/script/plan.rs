@@ -47,6 +47,11 @@ impl Plan {
         steps.len()
     }
 
+    /// Forget the recorded steps (REPL `:clear`).
+    pub fn clear(&self) {
+        self.steps.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     pub fn steps(&self) -> Vec<PlanStep> {
         self.steps.lock().map(|s| s.clone()).unwrap_or_default()
     }
