@@ -8,6 +8,7 @@ use crate::diag::{Exit, Result};
 pub mod check;
 pub mod common;
 pub mod job;
+pub mod run;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -23,6 +24,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
+    /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
+    Run(run::RunArgs),
 }
 
 /// Run a parsed command line.
@@ -30,5 +33,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
         Command::Job(args) => job::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

@@ -28,8 +28,8 @@ pub fn check(req: &LoadRequest, validate: bool) -> Result<Checked> {
 pub fn validate_manifests(manifests: &[Node]) -> Result<()> {
     let mut problems: Vec<Diag> = Vec::new();
     for m in manifests {
+        // `validate_object` includes the name checks.
         problems.extend(render::validate::validate_object(m));
-        problems.extend(render::validate::check_names(m));
     }
     match Diag::aggregate(problems) {
         None => Ok(()),
@@ -44,4 +44,27 @@ pub fn bundle(checked: &Checked) -> Result<Node> {
         ("recipe", checked.config.resolved_recipe()?),
         ("manifests", Node::list(checked.manifests.clone())),
     ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_problem_is_reported_once() {
+        let obj = map_of(vec![
+            ("apiVersion", Node::str("v1")),
+            ("kind", Node::str("ConfigMap")),
+            (
+                "metadata",
+                map_of(vec![
+                    ("name", Node::str("Bad_Name")),
+                    ("namespace", Node::str("ns")),
+                ]),
+            ),
+        ]);
+        let err = validate_manifests(&[obj]).unwrap_err();
+        assert!(err.related.is_empty(), "{:?}", err.related);
+        assert_eq!(err.code, render::validate::NAME);
+    }
 }

@@ -3,7 +3,14 @@
 pub mod check;
 pub mod ephemeral;
 pub mod follow;
+pub mod local;
 pub mod logscan;
 pub mod owned;
+pub mod process;
 pub mod progress;
+pub mod ray_run;
 pub mod rayjob;
+pub mod records;
+pub mod run;
+pub mod runid;
+pub mod stage;

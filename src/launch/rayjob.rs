@@ -19,6 +19,7 @@ use crate::render::rayjob::{
     RayJobOptions, STAGED_RECIPE, Staging, SubmissionMode, env_exports, rayjob,
     rewrite_config_flag, staged_entrypoint,
 };
+use crate::render::validate::validate_object;
 
 /// The entrypoint, or the error every launch path gives when it is missing.
 pub fn require_entrypoint(cfg: &LoadedConfig) -> Result<&str> {
@@ -107,4 +108,21 @@ pub fn rayjob_manifest(cfg: &LoadedConfig, run_id: &str, opts: &RayJobOptions) -
         Node::str(staged).with_span(span),
         &opts,
     )
+}
+
+/// [`rayjob_manifest`], then the offline checks every object passes before it is applied
+/// (bundled schema, object and label names, the RayJob name limit of
+/// [`MAX_RAYJOB_NAME`](crate::render::validate::MAX_RAYJOB_NAME) characters). All
+/// problems come back in one diagnostic, each pointing at the infra line (or option)
+/// that produced the value.
+pub fn validated_rayjob_manifest(
+    cfg: &LoadedConfig,
+    run_id: &str,
+    opts: &RayJobOptions,
+) -> Result<Node> {
+    let manifest = rayjob_manifest(cfg, run_id, opts)?;
+    match Diag::aggregate(validate_object(&manifest)) {
+        None => Ok(manifest),
+        Some(d) => Err(d),
+    }
 }

@@ -55,6 +55,8 @@ pub const CODE_UPLOAD_PATH: &str = "nrl::ray::upload_path";
 pub const CODE_TOO_LARGE: &str = "nrl::ray::package_too_large";
 /// Error code for files that cannot be read while packaging.
 pub const CODE_PACKAGE: &str = "nrl::ray::package";
+/// Error code for a set that cannot be written out into a directory.
+pub const CODE_MATERIALIZE: &str = "nrl::ray::materialize";
 
 /// Whether a directory entry is left out (basename match, case-sensitive).
 pub fn is_ignored(name: &OsStr) -> bool {
@@ -236,6 +238,39 @@ impl UploadSet {
         Ok(format!("gcs://_ray_pkg_{hex}.zip"))
     }
 
+    /// Write the set into `dest` as Ray unpacks a working_dir: the archive root is
+    /// `dest`, directories (empty ones too) are created, files keep their permission
+    /// bits, in-memory files are written as given. `dest` is created if missing; files
+    /// already there with the same names are replaced. Returns the bytes written.
+    pub fn materialize(&self, dest: &Path) -> Result<u64> {
+        let write_error = |path: &Path, e: &std::io::Error| {
+            Diag::new(
+                CODE_MATERIALIZE,
+                format!("cannot write `{}`: {e}", path.display()),
+            )
+            .help("check free space and permissions of the run directory")
+        };
+        fs::create_dir_all(dest).map_err(|e| write_error(dest, &e))?;
+        let mut written = 0u64;
+        // BTreeMap order puts every directory before its contents.
+        for (key, entry) in &self.entries {
+            let target = dest.join(key);
+            match entry {
+                Entry::Dir => fs::create_dir_all(&target).map_err(|e| write_error(&target, &e))?,
+                Entry::Inline(bytes) => {
+                    fs::write(&target, bytes).map_err(|e| write_error(&target, &e))?;
+                    written += bytes.len() as u64;
+                }
+                Entry::File { source, mode, .. } => {
+                    // `fs::copy` uses copy_file_range (reflinks where the filesystem can).
+                    written += fs::copy(source, &target).map_err(|e| read_error(source, &e))?;
+                    set_mode(&target, *mode).map_err(|e| write_error(&target, &e))?;
+                }
+            }
+        }
+        Ok(written)
+    }
+
     fn insert(&mut self, key: String, entry: Entry) -> Result<()> {
         // Every ancestor is a directory of the archive.
         let mut end = 0;
@@ -358,6 +393,17 @@ fn file_entry(source: &Path, meta: &fs::Metadata) -> Entry {
         size: meta.len(),
         mode,
     }
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
+    Ok(())
 }
 
 fn conflict(key: &str) -> Diag {

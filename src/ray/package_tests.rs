@@ -314,3 +314,90 @@ fn package_names_are_content_addressed() {
         name_a
     );
 }
+
+#[test]
+fn materialized_directory_has_the_archive_layout() {
+    let repo = fake_repo();
+    write(repo.path(), "examples/empty/.gitignore", "*\n");
+    let script = repo.path().join("examples/run.py");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o750)).unwrap();
+    }
+    let mut set = UploadSet::from_include_paths(repo.path(), &["nemo_rl", "examples"]).unwrap();
+    set.add_file_contents("nrl_run.yaml", "grpo:\n  max_num_steps: 2\n")
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("run");
+    let written = set.materialize(&dest).unwrap();
+    assert_eq!(written, set.total_bytes());
+
+    let mut found = Vec::new();
+    for entry in walk(&dest) {
+        found.push(entry);
+    }
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            "examples/",
+            "examples/empty/",
+            "examples/run.py",
+            "nemo_rl/",
+            "nemo_rl/data.jsonl",
+            "nemo_rl/mod.py",
+            "nrl_run.yaml",
+        ]
+    );
+    assert_eq!(
+        fs::read_to_string(dest.join("nrl_run.yaml")).unwrap(),
+        "grpo:\n  max_num_steps: 2\n"
+    );
+    assert_eq!(
+        fs::read_to_string(dest.join("examples/run.py")).unwrap(),
+        "print('run')\n"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dest.join("examples/run.py"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o750);
+    }
+}
+
+#[test]
+fn materialize_reports_unwritable_destinations() {
+    let repo = fake_repo();
+    let set = UploadSet::from_include_paths(repo.path(), &["nemo_rl"]).unwrap();
+    // A file where the destination directory should be.
+    let blocker = repo.path().join("tests/check_metrics.py");
+    let err = set.materialize(&blocker.join("run")).unwrap_err();
+    assert_eq!(err.code, CODE_MATERIALIZE);
+}
+
+/// Paths under `root`, `/`-separated, directories with a trailing `/`.
+fn walk(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if path.is_dir() {
+                out.push(format!("{rel}/"));
+                stack.push(path);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out
+}

@@ -7,7 +7,7 @@ use crate::diag::{Diag, Result};
 use super::meta::{
     MANAGED_BY, MANAGED_BY_KEY, StrLayer, labels_with_managed_by, map_of, merge_str_layers, str_at,
 };
-use super::raycluster::{patch_pod_spec, set_template_labels, span_of};
+use super::raycluster::{patch_pod_spec, pull_secret_list, set_template_labels, span_of};
 
 fn dep_source<'a>(infra: &'a InfraConfig, key: &str) -> Option<&'a Node> {
     infra.source.get("deployments").and_then(|d| d.get(key))
@@ -26,15 +26,7 @@ pub fn deployment(infra: &InfraConfig, key: &str, dep: &DeploymentSpec) -> Resul
     if let Some(template) = spec.get_mut("template") {
         if template.as_map().is_some() {
             let image = str_at(&infra.image, span_of(src, "image"));
-            let pull_secrets = (!infra.image_pull_secrets.is_empty()).then(|| {
-                Node::list(
-                    infra
-                        .image_pull_secrets
-                        .iter()
-                        .map(|s| map_of(vec![("name", Node::str(s.clone()))]))
-                        .collect(),
-                )
-            });
+            let pull_secrets = pull_secret_list(infra);
             let sa = infra
                 .service_account
                 .as_ref()
@@ -43,10 +35,15 @@ pub fn deployment(infra: &InfraConfig, key: &str, dep: &DeploymentSpec) -> Resul
                 patch_pod_spec(pod, &image, pull_secrets.as_ref(), sa.as_ref(), false);
             }
             set_template_labels(template, &labels);
-        } else if !template.is_null() {
+        } else {
+            // The reference crashed on `template: null` (ref §8 item 22); a Deployment
+            // cannot be created without a pod template anyway.
             return Err(Diag::new(
                 "nrl::render::template",
-                format!("`deployments.{key}.spec.template` must be a mapping"),
+                format!(
+                    "`deployments.{key}.spec.template` must be a pod template mapping, not {}",
+                    template.type_name()
+                ),
             )
             .label(template.span.or(template.key_span), "here")
             .help("give the Deployment a pod template with `spec.containers`"));
@@ -127,6 +124,9 @@ pub fn service(infra: &InfraConfig, dep: &DeploymentSpec) -> Result<Option<Node>
                     .unwrap_or_else(|| Node::str(s.clone())),
                 _ => Node::str(format!("port-{i}")),
             };
+            if let Some(d) = duplicate_port(&ports, &name, cp, &protocol, p, &dep.name) {
+                return Err(d);
+            }
             ports.push(map_of(vec![
                 ("port", cp.clone()),
                 ("targetPort", cp.clone()),
@@ -160,4 +160,48 @@ pub fn service(infra: &InfraConfig, dep: &DeploymentSpec) -> Result<Option<Node>
             ]),
         ),
     ])))
+}
+
+/// Kubernetes refuses a Service whose ports repeat a name or a port/protocol pair; the
+/// reference rendered such Services (every container's first unnamed port is `port-0`,
+/// ref §8 item 23) and left the failure to `apply`.
+fn duplicate_port(
+    ports: &[Node],
+    name: &Node,
+    port: &Node,
+    protocol: &Node,
+    entry: &Node,
+    service: &str,
+) -> Option<Diag> {
+    let same = |key: &str, v: &Node| {
+        ports
+            .iter()
+            .any(|p| p.get(key).is_some_and(|x| x.value == v.value))
+    };
+    let (what, help) = if same("name", name) {
+        (
+            format!("two ports named `{}`", name.as_str().unwrap_or_default()),
+            "give each container port of the Deployment a unique `name:` (ports without a \
+             name are called `port-<index>` within their container, so two containers' first \
+             unnamed ports collide)",
+        )
+    } else if ports.iter().any(|p| {
+        p.get("port").is_some_and(|x| x.value == port.value)
+            && p.get("protocol").is_some_and(|x| x.value == protocol.value)
+    }) {
+        (
+            format!("port {port} twice"),
+            "expose each port number once per protocol: remove the duplicate `containerPort`",
+        )
+    } else {
+        return None;
+    };
+    Some(
+        Diag::new(
+            "nrl::render::service_port",
+            format!("the Service `{service}` would have {what}; Kubernetes refuses it"),
+        )
+        .label(entry.span, "this port repeats an earlier one")
+        .help(help),
+    )
 }

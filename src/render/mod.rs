@@ -3,6 +3,7 @@
 //! serializers that print them. Nothing here touches the network or the file system.
 
 pub mod deployment;
+pub mod devpod;
 pub mod dra;
 pub mod emit;
 pub mod meta;

@@ -90,22 +90,7 @@ pub fn raycluster_spec(infra: &InfraConfig, cluster: &ClusterSpec, role: Role) -
         expand_segments(&mut spec, seg, seg_span)?;
     }
     let image = str_at(&infra.image, span_of(src, "image"));
-    let pull_secrets = if infra.image_pull_secrets.is_empty() {
-        None
-    } else {
-        let items = src.get("imagePullSecrets").and_then(Node::as_list);
-        Some(Node::list(
-            infra
-                .image_pull_secrets
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let span = items.and_then(|l| l.get(i)).and_then(|n| n.span);
-                    map_of(vec![("name", str_at(s, span))])
-                })
-                .collect(),
-        ))
-    };
+    let pull_secrets = pull_secret_list(infra);
     let sa = infra
         .service_account
         .as_ref()
@@ -155,6 +140,26 @@ pub fn raycluster_spec(infra: &InfraConfig, cluster: &ClusterSpec, role: Role) -
         set_template_labels(template, &pod_labels);
     }
     Ok(spec)
+}
+
+/// `[{name: s}, ...]` from `infra.imagePullSecrets` (each name spanned at its infra line),
+/// or `None` when the list is empty (existing pod values are then left alone).
+pub fn pull_secret_list(infra: &InfraConfig) -> Option<Node> {
+    if infra.image_pull_secrets.is_empty() {
+        return None;
+    }
+    let items = infra.source.get("imagePullSecrets").and_then(Node::as_list);
+    Some(Node::list(
+        infra
+            .image_pull_secrets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let span = items.and_then(|l| l.get(i)).and_then(|n| n.span);
+                map_of(vec![("name", str_at(s, span))])
+            })
+            .collect(),
+    ))
 }
 
 /// The `template` of a head/worker group; a present but non-mapping template is an

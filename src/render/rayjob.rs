@@ -40,6 +40,9 @@ impl SubmissionMode {
 pub struct RayJobOptions {
     /// `--rayjob-name`; defaults to the cluster name.
     pub name: Option<String>,
+    /// Where `name` was given (e.g. a source registered for the command-line option), so
+    /// a name problem can point at it.
+    pub name_span: Option<crate::config::source::Span>,
     pub shutdown_after_finishes: bool,
     pub ttl_seconds_after_finished: i64,
     pub extra_labels: IndexMap<String, String>,
@@ -53,6 +56,7 @@ impl Default for RayJobOptions {
     fn default() -> Self {
         RayJobOptions {
             name: None,
+            name_span: None,
             shutdown_after_finishes: true,
             ttl_seconds_after_finished: 3600,
             extra_labels: IndexMap::new(),
@@ -73,7 +77,7 @@ pub fn rayjob(
     let spec = raycluster_spec(infra, cluster, role)?;
     let src = &infra.source;
     let name = match opts.name.as_deref().filter(|n| !n.is_empty()) {
-        Some(n) => Node::str(n),
+        Some(n) => str_at(n, opts.name_span),
         None => str_at(
             &cluster.name,
             span_of(src, &format!("{}.name", cluster_path(role))),

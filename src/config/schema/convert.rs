@@ -168,7 +168,7 @@ pub(super) fn enum_value<E: StrEnum>(cx: &mut Cx, node: &Node, path: &Path) -> O
 }
 
 /// A non-string key where the schema needs string keys.
-fn non_string_key(cx: &mut Cx, key: &str, value: &Node, path: &Path) {
+pub(super) fn non_string_key(cx: &mut Cx, key: &str, value: &Node, path: &Path) {
     let kind = match value.key_kind {
         KeyKind::Int => "an integer",
         KeyKind::Float => "a float",

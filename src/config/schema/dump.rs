@@ -7,24 +7,24 @@ use super::models::*;
 use crate::config::node::{Map, Node};
 
 /// Builds one mapping in field order.
-struct Fields(Map);
+pub(super) struct Fields(Map);
 
 impl Fields {
-    fn new() -> Fields {
+    pub(super) fn new() -> Fields {
         Fields(Map::new())
     }
 
-    fn put(mut self, key: &str, value: Node) -> Fields {
+    pub(super) fn put(mut self, key: &str, value: Node) -> Fields {
         self.0.insert(key.to_string(), value);
         self
     }
 
-    fn done(self) -> Node {
+    pub(super) fn done(self) -> Node {
         Node::from_map(self.0)
     }
 }
 
-fn str_or_null(s: &Option<String>) -> Node {
+pub(super) fn str_or_null(s: &Option<String>) -> Node {
     s.as_deref().map_or_else(Node::null, Node::str)
 }
 
@@ -40,7 +40,7 @@ fn enum_or_null<E: StrEnum>(e: Option<E>) -> Node {
     e.map_or_else(Node::null, enum_node)
 }
 
-fn str_map(m: &StrMap) -> Node {
+pub(super) fn str_map(m: &StrMap) -> Node {
     Node::from_map(
         m.iter()
             .map(|(k, v)| (k.clone(), Node::str(v.as_str())))
@@ -48,18 +48,18 @@ fn str_map(m: &StrMap) -> Node {
     )
 }
 
-fn str_list(l: &[String]) -> Node {
+pub(super) fn str_list(l: &[String]) -> Node {
     Node::list(l.iter().map(|s| Node::str(s.as_str())).collect())
 }
 
-fn opt_node<T>(v: &Option<T>, f: impl Fn(&T) -> Node) -> Node {
+pub(super) fn opt_node<T>(v: &Option<T>, f: impl Fn(&T) -> Node) -> Node {
     v.as_ref().map_or_else(Node::null, f)
 }
 
 impl InfraConfig {
     /// The validated config as a plain tree (the `infra` of a `check -o` bundle).
     pub fn to_node(&self) -> Node {
-        Fields::new()
+        let fields = Fields::new()
             .put("namespace", Node::str(self.namespace.as_str()))
             .put("image", Node::str(self.image.as_str()))
             .put("imagePullSecrets", str_list(&self.image_pull_secrets))
@@ -85,8 +85,12 @@ impl InfraConfig {
                 ),
             )
             .put("labels", str_map(&self.labels))
-            .put("annotations", str_map(&self.annotations))
-            .done()
+            .put("annotations", str_map(&self.annotations));
+        // nrl's own section: absent from the reference's dump, so only shown when set.
+        match &self.dev {
+            Some(dev) => fields.put("dev", dev.to_node()).done(),
+            None => fields.done(),
+        }
     }
 }
 

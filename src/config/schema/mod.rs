@@ -8,16 +8,21 @@
 //! - Every field-level problem is reported, in one [`Diag`] whose `related` holds the rest;
 //!   a model's cross-field rules run only when its fields are valid, first failure wins.
 //!
-//! nrl departs from the reference in one place: OmegaConf's `???` marker left in a typed
-//! field is reported as a missing mandatory value instead of being accepted as text.
+//! nrl departs from the reference in two places: OmegaConf's `???` marker left in a typed
+//! field is reported as a missing mandatory value instead of being accepted as text; and
+//! an optional `dev:` section configures the dev pod (see [`DevSpec`]), absent from
+//! `to_node` unless the config sets it.
 
 mod check;
 mod convert;
+mod dev;
 mod dump;
 mod enums;
 mod models;
 mod parse;
 
+#[cfg(test)]
+mod test_dev;
 #[cfg(test)]
 mod test_policy;
 #[cfg(test)]
@@ -25,6 +30,7 @@ mod test_reference;
 #[cfg(test)]
 mod test_schema;
 
+pub use dev::{DEV_COMPONENT_LABEL, DevResources, DevSpec};
 pub use enums::*;
 pub use models::*;
 

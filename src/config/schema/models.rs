@@ -36,6 +36,9 @@ pub struct InfraConfig {
     pub deployments: IndexMap<String, DeploymentSpec>,
     pub labels: StrMap,
     pub annotations: StrMap,
+    /// `dev`: the dev pod's settings; `None` when the section is absent (nrl's addition,
+    /// see [`DevSpec`](super::DevSpec)).
+    pub dev: Option<super::dev::DevSpec>,
     /// The resolved infra mapping this was validated from; look spans up here
     /// (see [`InfraConfig::span_of`]).
     pub source: Node,

@@ -29,6 +29,7 @@ const INFRA: Shape = Shape {
         "deployments",
         "labels",
         "annotations",
+        "dev",
     ],
     sections: &[
         ("scheduler", &SCHEDULER),
@@ -40,6 +41,7 @@ const INFRA: Shape = Shape {
         ("submit", &SUBMIT),
         ("launch", &LAUNCH),
         ("kuberay", &CLUSTERS),
+        ("dev", &super::dev::DEV),
     ],
 };
 const SCHEDULER: Shape = Shape {
@@ -164,7 +166,7 @@ const DEPLOYMENT: Shape = Shape {
 };
 
 /// Report a broken cross-field rule at the first of `at` that is present in the model.
-fn rule<T>(
+pub(super) fn rule<T>(
     cx: &mut Cx,
     node: &Node,
     at: &[&str],
@@ -228,6 +230,7 @@ pub(super) fn infra(cx: &mut Cx, node: &Node, path: &Path) -> Option<InfraConfig
         deployments: o.or(cx, "deployments", map_of(deployment), Default::default()),
         labels: o.or(cx, "labels", str_map, StrMap::new()),
         annotations: o.or(cx, "annotations", str_map, StrMap::new()),
+        dev: o.opt(cx, "dev", super::dev::dev),
         source: node.clone(),
     };
     o.finish(cfg)

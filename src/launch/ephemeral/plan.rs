@@ -76,6 +76,7 @@ pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
         submission_mode: mode,
         // In InteractiveMode `spec.jobId` is set after nrl has submitted the job.
         job_id: (mode == SubmissionMode::Http).then(|| opts.run_id.clone()),
+        ..RayJobOptions::default()
     };
     let manifest = rayjob_manifest(cfg, &opts.run_id, &rj_opts)?;
     let dra: Vec<Node> = dra_needed(cluster, Role::Training)

@@ -1,0 +1,111 @@
+//! Tests of `config::yaml`.
+use super::*;
+use crate::config::source::{SourceKind, add_source};
+
+fn load(text: &str) -> Result<Node> {
+    parse_source(add_source("t.yaml", None, text, SourceKind::Text))
+}
+
+#[test]
+fn yaml11_scalars() {
+    let n = load(
+        "a: yes\nb: off\nc: 010\nd: 0x10\ne: 1_000\nf: 1:30\ng: 1e3\nh: 2024-01-01\ni: ~\nj: .inf\nk: 1.5\nl: 'yes'\nm: 2.52.0\nn: y\n",
+    )
+    .unwrap();
+    let g = |k: &str| n.get(k).unwrap().value.clone();
+    assert_eq!(g("a"), Value::Bool(true));
+    assert_eq!(g("b"), Value::Bool(false));
+    assert_eq!(g("c"), Value::Int(8));
+    assert_eq!(g("d"), Value::Int(16));
+    assert_eq!(g("e"), Value::Int(1000));
+    assert_eq!(g("f"), Value::Int(90));
+    assert_eq!(g("g"), Value::Float(1000.0));
+    assert_eq!(g("h"), Value::Str("2024-01-01".into()));
+    assert_eq!(g("i"), Value::Null);
+    assert_eq!(g("j"), Value::Float(f64::INFINITY));
+    assert_eq!(g("k"), Value::Float(1.5));
+    assert_eq!(g("l"), Value::Str("yes".into()));
+    assert_eq!(g("m"), Value::Str("2.52.0".into()));
+    assert_eq!(g("n"), Value::Str("y".into()));
+}
+
+#[test]
+fn integer_extremes() {
+    let n = load("lo: -9223372036854775808\nhi: 9223372036854775807\nover: 9223372036854775808\n")
+        .unwrap();
+    assert_eq!(n.get("lo").unwrap().as_i64(), Some(i64::MIN));
+    assert_eq!(n.get("hi").unwrap().as_i64(), Some(i64::MAX));
+    // Beyond i64 the digits are kept as text rather than lost.
+    assert_eq!(n.get("over").unwrap().as_str(), Some("9223372036854775808"));
+}
+
+#[test]
+fn spans_point_at_values_and_keys() {
+    let n = load("top:\n  image: foo:bar\n").unwrap();
+    let img = n.get_path("top.image").unwrap();
+    assert_eq!(img.span.unwrap().text(), "foo:bar");
+    assert_eq!(img.span.unwrap().location(), "t.yaml:2:10");
+    assert_eq!(img.key_span.unwrap().text(), "image");
+}
+
+#[test]
+fn duplicate_keys_are_errors() {
+    let e = load("a: 1\nb: 2\na: 3\n").unwrap_err();
+    assert_eq!(e.code, "nrl::config::duplicate_key");
+    assert_eq!(e.location().as_deref(), Some("t.yaml:3:1"));
+}
+
+#[test]
+fn anchors_aliases_and_merge_keys() {
+    let n = load(
+        "base: &b {x: 1, y: 2}\nchild:\n  <<: *b\n  y: 9\n  z: 3\nlist: &l [1, 2]\ncopy: *l\n",
+    )
+    .unwrap();
+    let c = n.get("child").unwrap().as_map().unwrap();
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["x", "y", "z"]);
+    assert_eq!(c["y"].as_i64(), Some(9));
+    assert_eq!(n.get("copy").unwrap().as_list().unwrap().len(), 2);
+}
+
+#[test]
+fn merge_list_earlier_wins() {
+    let n = load("a: &a {k: 1}\nb: &b {k: 2, j: 3}\nc:\n  <<: [*a, *b]\n").unwrap();
+    let c = n.get("c").unwrap();
+    assert_eq!(c.get("k").unwrap().as_i64(), Some(1));
+    assert_eq!(c.get("j").unwrap().as_i64(), Some(3));
+}
+
+#[test]
+fn syntax_error_has_location() {
+    let e = load("a: [1, 2\nb: 3\n").unwrap_err();
+    assert_eq!(e.code, "nrl::config::yaml_syntax");
+    assert!(e.location().is_some());
+}
+
+#[test]
+fn non_string_keys_kept_with_kind() {
+    let n = load("8080: http\n").unwrap();
+    let v = n.get("8080").unwrap();
+    assert_eq!(v.key_kind, KeyKind::Int);
+}
+
+#[test]
+fn empty_is_empty_mapping_and_list_top_fails() {
+    let id = add_source("e.yaml", None, "", SourceKind::Text);
+    assert!(
+        parse_mapping(id, "e.yaml")
+            .unwrap()
+            .as_map()
+            .unwrap()
+            .is_empty()
+    );
+    let id = add_source("l.yaml", None, "- 1\n", SourceKind::Text);
+    let e = parse_mapping(id, "l.yaml").unwrap_err();
+    assert_eq!(e.code, "nrl::config::not_a_mapping");
+}
+
+#[test]
+fn block_literal_is_string_with_newline() {
+    let n = load("e: |\n  set -eu\n  echo hi\n").unwrap();
+    assert_eq!(n.get("e").unwrap().as_str(), Some("set -eu\necho hi\n"));
+}

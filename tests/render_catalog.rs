@@ -1,0 +1,13 @@
+//! The reference's rendering test catalogue (ref-config-render §7.3 test_manifest.py,
+//! cases 51-90, and §7.4 test_rayjob.py, cases 91-102), one test per case named after the
+//! reference (`test_manifest::envelope::test_apiversion_and_kind`), plus the rendering
+//! sharp edges of §8 (items 16-23). Fixtures are YAML validated by the real infra schema.
+
+#[path = "render_catalog/fixtures.rs"]
+mod fixtures;
+#[path = "render_catalog/sharp_edges.rs"]
+mod sharp_edges;
+#[path = "render_catalog/test_manifest.rs"]
+mod test_manifest;
+#[path = "render_catalog/test_rayjob.rs"]
+mod test_rayjob;

@@ -1,0 +1,380 @@
+//! `nrl run` through the binary: the quickstart with `--local` and against a real Ray
+//! head (`--ray-address`), failures, Ctrl-C, `--dry-run`, and the run records. Every
+//! test has its own HOME / cache directory.
+
+mod common;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use common::{parse_doc, repo};
+use serde_json::Value;
+
+const QUICKSTART: [&str; 4] = [
+    "run",
+    "examples/quickstart/recipe.yaml",
+    "--infra",
+    "examples/quickstart/infra.yaml",
+];
+
+/// The binary with a clean environment: PATH (the entrypoints need python3 and a
+/// shell), a private HOME, no Ray variables.
+fn nrl(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NRL_USER", "tester")
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "200")
+        .current_dir(repo())
+        .timeout(Duration::from_secs(300));
+    cmd
+}
+
+fn runs_dir(home: &Path) -> PathBuf {
+    home.join(".cache/nrl/runs")
+}
+
+fn record(home: &Path, id: &str) -> Value {
+    let path = runs_dir(home).join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no record at {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn quickstart_runs_locally_with_overrides_env_and_a_record() {
+    let home = tempfile::tempdir().unwrap();
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--local", "--run-id", "qs-local-1", "grpo.max_num_steps=2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Processed prompts: 100%"), "{stdout}");
+    // The override reached the staged recipe the program read.
+    assert!(stdout.contains("step 2/2"), "{stdout}");
+    assert!(!stdout.contains("step 3/"), "{stdout}");
+    assert!(stdout.contains("loaded recipe nrl_run.yaml"), "{stdout}");
+    // launch.env and the run id reached the process.
+    assert!(
+        stdout.contains("greeting: hello from launch.env"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("run id: qs-local-1"), "{stdout}");
+    assert!(stderr.contains("run qs-local-1 succeeded"), "{stderr}");
+
+    let rec = record(home.path(), "qs-local-1");
+    assert_eq!(rec["kind"], "local");
+    assert_eq!(rec["status"], "succeeded");
+    assert_eq!(rec["exit_code"], 0);
+    assert_eq!(rec["overrides"][0], "grpo.max_num_steps=2");
+    assert!(rec["local"]["pid"].as_u64().is_some_and(|p| p > 0), "{rec}");
+    let run_dir = runs_dir(home.path()).join("qs-local-1");
+    assert_eq!(rec["run_dir"], run_dir.display().to_string());
+    let staged = std::fs::read_to_string(run_dir.join("nrl_run.yaml")).unwrap();
+    assert!(staged.contains("max_num_steps: 2"), "{staged}");
+    assert!(run_dir.join("examples/quickstart/train.py").is_file());
+    let log = std::fs::read_to_string(run_dir.join("driver.log")).unwrap();
+    assert!(log.contains("Processed prompts: 100%"), "{log}");
+}
+
+#[test]
+fn generated_run_ids_and_xdg_cache_home() {
+    let home = tempfile::tempdir().unwrap();
+    let xdg = home.path().join("xdg");
+    nrl(home.path())
+        .env("XDG_CACHE_HOME", &xdg)
+        .args(QUICKSTART)
+        .arg("--local")
+        .assert()
+        .success();
+    let names: Vec<String> = std::fs::read_dir(xdg.join("nrl/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let id_shape = regex::Regex::new(r"^recipe-\d{8}-\d{6}-[a-z0-9]{4}\.json$").unwrap();
+    assert!(id_shape.is_match(&names[0]), "{names:?}");
+    assert!(!runs_dir(home.path()).exists());
+}
+
+#[test]
+fn a_failing_entrypoint_exits_1_and_is_recorded_as_failed() {
+    let home = tempfile::tempdir().unwrap();
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--local", "--run-id", "qs-fail-1"])
+        .arg(r#"infra.launch.env.QUICKSTART_FAIL="1""#)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("failing on purpose"), "{stderr}");
+    assert!(stderr.contains("exited with code 3"), "{stderr}");
+    assert!(stderr.contains("qs-fail-1/driver.log"), "{stderr}");
+    let rec = record(home.path(), "qs-fail-1");
+    assert_eq!(rec["status"], "failed");
+    assert_eq!(rec["exit_code"], 3);
+}
+
+#[test]
+fn bad_run_ids_and_reused_ids_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--local", "--run-id", "Bad_Id"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("nrl::run::run_id"));
+    nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--local", "--run-id", "twice"])
+        .assert()
+        .success();
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--local", "--run-id", "twice"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("nrl::run::run_id_taken"));
+}
+
+#[test]
+fn without_a_mode_ray_address_in_the_environment_does_not_choose_one() {
+    let home = tempfile::tempdir().unwrap();
+    let out = nrl(home.path())
+        .env("RAY_ADDRESS", "http://127.0.0.1:1")
+        .args(QUICKSTART)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nrl::run::mode"), "{stderr}");
+    for mode in ["--local", "--ray-address", "--dry-run"] {
+        assert!(stderr.contains(mode), "{stderr}");
+    }
+    assert!(!runs_dir(home.path()).exists());
+}
+
+#[test]
+fn dry_run_prints_the_rayjob_with_the_preamble() {
+    let home = tempfile::tempdir().unwrap();
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", "--run-id", "dry-1", "--ttl", "600"])
+        .args(["--rayjob-name", "qs-job", "grpo.max_num_steps=2"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.ends_with("\n") && !stdout.ends_with("\n\n"));
+    let doc = parse_doc(&stdout);
+    assert_eq!(
+        doc.get_path("kind").and_then(|n| n.as_str()),
+        Some("RayJob")
+    );
+    assert_eq!(
+        doc.get_path("metadata.name").and_then(|n| n.as_str()),
+        Some("qs-job")
+    );
+    assert_eq!(
+        doc.get_path("spec.ttlSecondsAfterFinished")
+            .and_then(|n| n.as_i64()),
+        Some(600)
+    );
+    let entrypoint = doc
+        .get_path("spec.entrypoint")
+        .and_then(|n| n.as_str())
+        .unwrap()
+        .to_string();
+    assert!(entrypoint.starts_with("# nrl: run dry-1"), "{entrypoint}");
+    assert!(
+        entrypoint.contains("export NRL_RUN_ID=dry-1\n"),
+        "{entrypoint}"
+    );
+    assert!(
+        entrypoint.contains("export QUICKSTART_GREETING='hello from launch.env'\n"),
+        "{entrypoint}"
+    );
+    assert!(
+        entrypoint.ends_with("train.py --config /tmp/nrl-dry-1/nrl_run.yaml"),
+        "{entrypoint}"
+    );
+    // A dry run creates no run.
+    assert!(!runs_dir(home.path()).exists());
+}
+
+#[test]
+fn dry_run_validates_unless_told_not_to() {
+    let home = tempfile::tempdir().unwrap();
+    let bad_name = "infra.kuberay.training.name=Bad_Name";
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", bad_name])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.matches("nrl::render::name").count(), 1, "{stderr}");
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", "--no-validate", bad_name])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("name: Bad_Name"));
+}
+
+/// Whether `pid` is gone (no such process, or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_local_run_and_everything_it_started() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("recipe.yaml"), "steps: 1\n").unwrap();
+    // The background sleep ignores SIGINT (a non-interactive shell's background job),
+    // so only the group kill ends it.
+    std::fs::write(
+        project.path().join("infra.yaml"),
+        "namespace: ns\nimage: img\nlaunch:\n  rayUploadPaths: [recipe.yaml]\n  entrypoint: |\n    \
+         sleep 300 & echo \"bg=$!\"\n    echo \"fg=$$\"\n    sleep 300\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("NRL_USER", "tester")
+        .args(["run", "recipe.yaml", "--infra", "infra.yaml", "--local"])
+        .args(["--run-id", "sigint-1"])
+        .current_dir(project.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut pids = Vec::new();
+    while pids.len() < 2 {
+        let line = lines
+            .next()
+            .expect("the entrypoint printed its pids")
+            .unwrap();
+        if let Some((_, pid)) = line.split_once('=') {
+            pids.push(pid.parse::<u32>().unwrap());
+        }
+    }
+    let nrl_pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(nrl_pid, rustix::process::Signal::INT).unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: run sigint-1 stopped"),
+        "{stderr}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for pid in pids {
+        while !gone(pid) {
+            assert!(Instant::now() < deadline, "process {pid} is still running");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let rec = record(home.path(), "sigint-1");
+    assert_eq!(rec["status"], "stopped");
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}-{:04x}", std::process::id(), fastrand::u16(..))
+}
+
+#[test]
+fn quickstart_runs_on_a_ray_dashboard() {
+    let Some(head) = support::ray_head::shared() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let id = unique("qs-ray");
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--ray-address", head.address(), "--run-id", &id])
+        .arg("grpo.max_num_steps=2")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Processed prompts: 100%"), "{stdout}");
+    assert!(
+        stdout.contains("step 2/2") && !stdout.contains("step 3/"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("greeting: hello from launch.env"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("run id: {id}")), "{stdout}");
+    let followup = format!("nrl job logs {id} --address {} -f", head.address());
+    assert!(stderr.contains(&followup), "{stderr}");
+    assert!(stderr.contains("SUCCEEDED"), "{stderr}");
+
+    let rec = record(home.path(), &id);
+    assert_eq!(rec["kind"], "ray");
+    assert_eq!(rec["status"], "succeeded");
+    assert_eq!(rec["ray"]["submission_id"], id.as_str());
+    assert_eq!(rec["ray"]["address"], head.address());
+    let run_dir = runs_dir(home.path()).join(&id);
+    let log = std::fs::read_to_string(run_dir.join("driver.log")).unwrap();
+    assert!(log.contains("Processed prompts: 100%"), "{log}");
+    assert!(
+        std::fs::read_to_string(run_dir.join("nrl_run.yaml"))
+            .unwrap()
+            .contains("max_num_steps: 2")
+    );
+}
+
+#[test]
+fn a_failing_ray_run_exits_1() {
+    let Some(head) = support::ray_head::shared() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let id = unique("qs-ray-fail");
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--ray-address", head.address(), "--run-id", &id])
+        .args([
+            "grpo.max_num_steps=1",
+            r#"infra.launch.env.QUICKSTART_FAIL="1""#,
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains(&format!("run {id} FAILED")), "{stderr}");
+    let rec = record(home.path(), &id);
+    assert_eq!(rec["status"], "failed");
+    assert_eq!(rec["exit_code"], 3);
+}
