@@ -14,3 +14,4 @@ pub mod records;
 pub mod run;
 pub mod runid;
 pub mod stage;
+pub mod submit;

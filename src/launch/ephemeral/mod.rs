@@ -28,7 +28,7 @@ use indexmap::IndexMap;
 use tokio_util::sync::CancellationToken;
 
 pub use apply::{hand_dra_to_cluster, preflight, undo};
-pub use plan::{RUN_ID_LABEL, RayJobPlan, UploadPlan, check_run_id, plan};
+pub use plan::{RUN_ID_LABEL, RayJobPlan, UploadPlan, plan};
 pub use wait::{RayJobState, Teardown, WaitEnd, Waiter, exit_for};
 
 use crate::config::layers::LoadedConfig;

@@ -11,13 +11,14 @@ use crate::config::schema::Role;
 use crate::diag::{Diag, Result};
 use crate::launch::check::validate_manifests;
 use crate::launch::rayjob::{
-    rayjob_manifest, require_entrypoint, require_training, staged_recipe_yaml, submission_mode,
-    upload_entrypoint,
+    rayjob_manifest, require_entrypoint, require_training, submission_mode,
 };
-use crate::ray::{DEFAULT_UPLOAD_PATHS, PackageOptions, UploadSet};
+use crate::launch::runid;
+use crate::launch::stage::stage;
+use crate::ray::{PackageOptions, UploadSet};
 use crate::render::dra::dra_object;
 use crate::render::raycluster::dra_needed;
-use crate::render::rayjob::{RayJobOptions, STAGED_RECIPE, SubmissionMode};
+use crate::render::rayjob::{RayJobOptions, SubmissionMode};
 
 /// The label carrying the run id on everything a run creates.
 pub const RUN_ID_LABEL: &str = "nrl/run-id";
@@ -29,6 +30,8 @@ pub struct UploadPlan {
     pub files: UploadSet,
     /// Exports, then the entrypoint pointed at `nrl_run.yaml`.
     pub entrypoint: String,
+    /// What the user should know about the staging (nothing matched the upload paths…).
+    pub warnings: Vec<String>,
 }
 
 /// A validated ephemeral run.
@@ -51,7 +54,7 @@ pub struct RayJobPlan {
 pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
     require_entrypoint(cfg)?;
     let cluster = require_training(cfg)?;
-    check_run_id(&opts.run_id)?;
+    runid::validate(&opts.run_id)?;
     if !opts.shutdown && opts.ttl_seconds > 0 {
         return Err(Diag::new(
             "nrl::run::ttl",
@@ -87,11 +90,18 @@ pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
     all.extend(dra.iter().cloned());
     validate_manifests(&all)?;
 
+    let manifest = manifest.to_json();
     let upload = match mode {
         SubmissionMode::Http => None,
-        SubmissionMode::Interactive => Some(upload_plan(cfg, opts)?),
+        SubmissionMode::Interactive => {
+            // The RayJob shows exactly the entrypoint nrl submits.
+            let entrypoint = manifest
+                .pointer("/spec/entrypoint")
+                .and_then(Json::as_str)
+                .unwrap_or_default();
+            Some(upload_plan(cfg, opts, entrypoint)?)
+        }
     };
-    let manifest = manifest.to_json();
     let name = manifest
         .pointer("/metadata/name")
         .and_then(Json::as_str)
@@ -110,69 +120,16 @@ pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
     })
 }
 
-fn upload_plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<UploadPlan> {
-    let root = std::fs::canonicalize(&opts.repo_root)
-        .ok()
-        .filter(|p| p.is_dir())
-        .ok_or_else(|| {
-            Diag::new(
-                "nrl::run::repo_root",
-                format!(
-                    "repo root `{}` is not a directory",
-                    opts.repo_root.display()
-                ),
-            )
-            .help("pass --repo-root DIR (the checkout the upload paths are relative to)")
-        })?;
-    let mut files = match &cfg.infra.launch.ray_upload_paths {
-        Some(paths) => UploadSet::from_include_paths(&root, paths)?,
-        None => UploadSet::from_include_paths(&root, DEFAULT_UPLOAD_PATHS)?,
-    };
-    files.add_file_contents(STAGED_RECIPE, staged_recipe_yaml(cfg).into_bytes())?;
-    files.check_size(PackageOptions::default().limit)?;
+fn upload_plan(
+    cfg: &LoadedConfig,
+    opts: &RayJobRunOptions,
+    entrypoint: &str,
+) -> Result<UploadPlan> {
+    let staged = stage(cfg, &opts.run_id, &opts.repo_root)?;
+    staged.files.check_size(PackageOptions::default().limit)?;
     Ok(UploadPlan {
-        files,
-        entrypoint: upload_entrypoint(cfg, &opts.run_id)?,
+        files: staged.files,
+        entrypoint: entrypoint.to_string(),
+        warnings: staged.warnings,
     })
-}
-
-/// Run ids name Ray submissions, labels and objects: a DNS-1123 label of at most 40
-/// characters that starts with a letter.
-pub fn check_run_id(id: &str) -> Result<()> {
-    let ok = !id.is_empty()
-        && id.len() <= 40
-        && id.starts_with(|c: char| c.is_ascii_lowercase())
-        && !id.ends_with('-')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
-        Ok(())
-    } else {
-        Err(
-            Diag::new("nrl::run::run_id", format!("invalid run id `{id}`")).help(
-                "run ids use lower-case letters, digits and `-`, start with a letter, \
-                 at most 40 characters",
-            ),
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn run_ids_are_dns_labels() {
-        for ok in ["a", "quick-20260101-000000-ab12"] {
-            check_run_id(ok).unwrap();
-        }
-        for bad in ["", "1abc", "A-b", "a_b", "a-", &"a".repeat(41)] {
-            assert_eq!(
-                check_run_id(bad).unwrap_err().code,
-                "nrl::run::run_id",
-                "{bad}"
-            );
-        }
-    }
 }
