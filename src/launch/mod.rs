@@ -1,6 +1,8 @@
 //! Orchestration: composes config, render, k8s and ray into the things users run.
 
+pub mod attach;
 pub mod check;
+pub mod cluster_record;
 pub mod ephemeral;
 pub mod follow;
 pub mod local;
@@ -15,3 +17,4 @@ pub mod run;
 pub mod runid;
 pub mod stage;
 pub mod submit;
+pub mod verify;
