@@ -9,6 +9,7 @@ pub mod check;
 pub mod common;
 pub mod job;
 pub mod run;
+pub mod run_k8s;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -24,7 +25,7 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
-    /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
+    /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
     Run(run::RunArgs),
 }
 

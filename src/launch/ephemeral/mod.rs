@@ -28,7 +28,7 @@ use indexmap::IndexMap;
 use tokio_util::sync::CancellationToken;
 
 pub use apply::{hand_dra_to_cluster, preflight, undo};
-pub use plan::{RUN_ID_LABEL, RayJobPlan, UploadPlan, plan};
+pub use plan::{RUN_ID_LABEL, RayJobPlan, UploadPlan, manifests, plan};
 pub use wait::{RayJobState, Teardown, WaitEnd, Waiter, exit_for};
 
 use crate::config::layers::LoadedConfig;
@@ -137,9 +137,8 @@ impl RunOutcome {
     }
 }
 
-/// Plan and launch an ephemeral run of `cfg` (see the module docs). `after_submit` runs
-/// once the RayJob exists (and, in InteractiveMode, the job is submitted): the CLI
-/// prints the follow-up commands and saves the run record there.
+/// Plan and launch an ephemeral run of `cfg` (see the module docs): [`plan`], [`start`],
+/// then (with `opts.wait`) [`wait`].
 pub async fn run_rayjob(
     k8s: &K8s,
     cfg: &LoadedConfig,
@@ -148,33 +147,131 @@ pub async fn run_rayjob(
     cancel: &CancellationToken,
 ) -> Result<RunOutcome> {
     let plan = plan(cfg, opts)?;
-    launch(k8s, &plan, opts, progress, cancel, &mut |_, _| Ok(())).await
+    match start(k8s, &plan, opts, progress, cancel).await? {
+        Start::Ended(outcome) => Ok(outcome),
+        Start::Running { .. } if !opts.wait => Ok(submitted(&plan, None)),
+        Start::Running { state, .. } => wait(k8s, &plan, opts, state, progress, cancel).await,
+    }
 }
 
-/// Called once the run exists: `(plan, live RayJob)`.
-pub type AfterSubmit<'a> = dyn FnMut(&RayJobPlan, &serde_json::Value) -> Result<()> + Send + 'a;
+/// Where [`start`] left the run.
+#[derive(Debug)]
+pub enum Start {
+    /// The RayJob exists and its job is submitted (or KubeRay will submit it).
+    Running {
+        /// The live RayJob (for ownerReferences to it).
+        live: serde_json::Value,
+        state: RayJobState,
+    },
+    /// It ended before the job ran: interrupted, or KubeRay gave up on the cluster.
+    Ended(RunOutcome),
+}
 
-/// Launch a planned run (steps 2-6 of the module docs).
-pub async fn launch(
-    k8s: &K8s,
-    plan: &RayJobPlan,
-    opts: &RayJobRunOptions,
-    progress: &mut dyn Progress,
-    cancel: &CancellationToken,
-    after_submit: &mut AfterSubmit<'_>,
-) -> Result<RunOutcome> {
-    progress.status(&format!("[rayjob] {}", k8s.banner()));
-    preflight(k8s, plan, opts.replace, progress).await?;
-    let live = apply::create(k8s, plan, progress).await?;
-    let outcome = |end, cluster, scan| RunOutcome {
+/// The outcome of a run nrl did not wait for.
+pub fn submitted(plan: &RayJobPlan, cluster: Option<String>) -> RunOutcome {
+    outcome(plan, RunEnd::Submitted, cluster, LogScan::new())
+}
+
+fn outcome(plan: &RayJobPlan, end: RunEnd, cluster: Option<String>, scan: LogScan) -> RunOutcome {
+    RunOutcome {
         run_id: plan.run_id.clone(),
         rayjob: plan.name.clone(),
         namespace: plan.namespace.clone(),
         cluster,
         end,
         scan,
-    };
+    }
+}
 
+/// Steps 2-4: same-name checks, DRA objects, the RayJob, ownership; in InteractiveMode
+/// also the wait for the cluster and the upload and submit.
+pub async fn start(
+    k8s: &K8s,
+    plan: &RayJobPlan,
+    opts: &RayJobRunOptions,
+    progress: &mut dyn Progress,
+    cancel: &CancellationToken,
+) -> Result<Start> {
+    progress.status(&format!("[rayjob] {}", k8s.banner()));
+    preflight(k8s, plan, opts.replace, progress).await?;
+    let live = apply::create(k8s, plan, progress).await?;
+    let (SubmissionMode::Interactive, Some(upload)) = (plan.mode, &plan.upload) else {
+        return Ok(Start::Running {
+            live,
+            state: RayJobState::default(),
+        });
+    };
+    let mut waiter = Waiter::new(k8s, plan, progress, cancel);
+    waiter.progress.status(
+        "[rayjob] waiting for the RayCluster to come up (KubeRay: Waiting) to upload the working_dir",
+    );
+    let ready = waiter
+        .until(opts.timeout, |s| {
+            s.terminal() || s.deployment.as_deref() == Some("Waiting")
+        })
+        .await;
+    let state = match ready {
+        Ok(Some(state)) => state,
+        Ok(None) => {
+            // Nothing runs yet; a RayJob left Waiting would hold its cluster forever.
+            waiter
+                .progress
+                .status("[rayjob] interrupted before the job was submitted; deleting the RayJob");
+            undo(k8s, plan).await;
+            return Ok(Start::Ended(outcome(
+                plan,
+                RunEnd::Detached,
+                None,
+                LogScan::new(),
+            )));
+        }
+        Err(e) => {
+            undo(k8s, plan).await;
+            return Err(e.context("waiting for the RayJob's cluster"));
+        }
+    };
+    if state.terminal() {
+        let cluster = state.cluster.clone();
+        let end = RunEnd::Finished {
+            state,
+            ray: None,
+            teardown: Teardown::Deleted,
+        };
+        return Ok(Start::Ended(outcome(plan, end, cluster, LogScan::new())));
+    }
+    let cluster = state.cluster.clone().unwrap_or_default();
+    let submitted = tokio::select! {
+        r = apply::submit_upload(k8s, plan, upload, &cluster, &mut *waiter.progress) => r.map(Some),
+        _ = cancel.cancelled() => Ok(None),
+    };
+    match submitted {
+        Ok(Some(())) => Ok(Start::Running { live, state }),
+        other => {
+            waiter
+                .progress
+                .status("[rayjob] the job was not submitted; deleting the RayJob");
+            undo(k8s, plan).await;
+            other?;
+            Ok(Start::Ended(outcome(
+                plan,
+                RunEnd::Detached,
+                Some(cluster),
+                LogScan::new(),
+            )))
+        }
+    }
+}
+
+/// Steps 5-6: wait for the end (streaming the driver log, copied to `opts.log_copy`),
+/// then check the teardown. `state` is what [`start`] saw.
+pub async fn wait(
+    k8s: &K8s,
+    plan: &RayJobPlan,
+    opts: &RayJobRunOptions,
+    state: RayJobState,
+    progress: &mut dyn Progress,
+    cancel: &CancellationToken,
+) -> Result<RunOutcome> {
     let log_copy = match &opts.log_copy {
         Some(path) => Some(std::fs::File::create(path).map_err(|e| {
             Diag::new(
@@ -186,71 +283,11 @@ pub async fn launch(
     };
     let mut waiter = Waiter::new(k8s, plan, progress, cancel);
     waiter.log_copy = log_copy;
-    waiter.follow_log = opts.wait;
-
-    if let (SubmissionMode::Interactive, Some(upload)) = (plan.mode, &plan.upload) {
-        waiter.progress.status(
-            "[rayjob] waiting for the RayCluster to come up (KubeRay: Waiting) to upload the working_dir",
-        );
-        let ready = waiter
-            .until(opts.timeout, |s| {
-                s.terminal() || s.deployment.as_deref() == Some("Waiting")
-            })
-            .await;
-        let state = match ready {
-            Ok(Some(state)) => state,
-            Ok(None) => {
-                // Nothing runs yet; a RayJob left Waiting would hold its cluster forever.
-                waiter.progress.status(
-                    "[rayjob] interrupted before the job was submitted; deleting the RayJob",
-                );
-                undo(k8s, plan).await;
-                return Ok(outcome(RunEnd::Detached, None, LogScan::new()));
-            }
-            Err(e) => {
-                undo(k8s, plan).await;
-                return Err(e.context("waiting for the RayJob's cluster"));
-            }
-        };
-        if state.terminal() {
-            let teardown = Teardown::Deleted;
-            let cluster = state.cluster.clone();
-            return Ok(outcome(
-                RunEnd::Finished {
-                    state,
-                    ray: None,
-                    teardown,
-                },
-                cluster,
-                LogScan::new(),
-            ));
-        }
-        let cluster = state.cluster.clone().unwrap_or_default();
-        let submitted = tokio::select! {
-            r = apply::submit_upload(k8s, plan, upload, &cluster, waiter.progress) => r,
-            _ = cancel.cancelled() => Err(Diag::new("nrl::run::interrupted", "interrupted while submitting")),
-        };
-        if let Err(e) = submitted {
-            waiter
-                .progress
-                .status("[rayjob] the job was not submitted; deleting the RayJob");
-            undo(k8s, plan).await;
-            if e.code == "nrl::run::interrupted" {
-                return Ok(outcome(RunEnd::Detached, Some(cluster), LogScan::new()));
-            }
-            return Err(e);
-        }
-    }
-    after_submit(plan, &live)?;
-    if !opts.wait {
-        let cluster = waiter.state.cluster.clone();
-        return Ok(outcome(RunEnd::Submitted, cluster, LogScan::new()));
-    }
-
+    waiter.state = state;
     match waiter.to_the_end(opts.timeout).await {
         Ok(WaitEnd::Detached { state }) => {
             let scan = std::mem::take(&mut waiter.scan);
-            Ok(outcome(RunEnd::Detached, state.cluster, scan))
+            Ok(outcome(plan, RunEnd::Detached, state.cluster, scan))
         }
         Ok(WaitEnd::Terminal { state, ray }) => {
             let mut line = format!("[rayjob] {} finished: {}", plan.name, state.pair());
@@ -267,32 +304,26 @@ pub async fn launch(
             let teardown = waiter.teardown(TEARDOWN_WAIT_MAX).await;
             let scan = std::mem::take(&mut waiter.scan);
             let cluster = state.cluster.clone();
-            Ok(outcome(
-                RunEnd::Finished {
-                    state,
-                    ray,
-                    teardown,
-                },
-                cluster,
-                scan,
-            ))
+            let end = RunEnd::Finished {
+                state,
+                ray,
+                teardown,
+            };
+            Ok(outcome(plan, end, cluster, scan))
         }
-        Err(e) => Err(if e.code == "nrl::k8s::timeout" {
-            Diag::new(
-                "nrl::run::timeout",
-                format!(
-                    "RayJob {} did not finish within {}s (--timeout); it keeps running",
-                    plan.name,
-                    opts.timeout.as_secs()
-                ),
-            )
-            .with_exit(Exit::Failed)
-            .help(format!(
-                "follow it: nrl job logs {} -f; stop it: nrl job stop {}",
-                plan.run_id, plan.run_id
-            ))
-        } else {
-            e
-        }),
+        Err(e) if e.code == "nrl::k8s::timeout" => Err(Diag::new(
+            "nrl::run::timeout",
+            format!(
+                "RayJob {} did not finish within {}s (--timeout); it keeps running",
+                plan.name,
+                opts.timeout.as_secs()
+            ),
+        )
+        .with_exit(Exit::Failed)
+        .help(format!(
+            "follow it: nrl job logs {} -f; stop it: nrl job stop {}",
+            plan.run_id, plan.run_id
+        ))),
+        Err(e) => Err(e),
     }
 }

@@ -20,8 +20,7 @@ use crate::render::dra::dra_object;
 use crate::render::raycluster::dra_needed;
 use crate::render::rayjob::{RayJobOptions, SubmissionMode};
 
-/// The label carrying the run id on everything a run creates.
-pub const RUN_ID_LABEL: &str = "nrl/run-id";
+pub use crate::launch::cluster_record::RUN_ID_LABEL;
 
 /// What nrl uploads and submits itself (InteractiveMode).
 #[derive(Debug, Clone)]
@@ -49,9 +48,14 @@ pub struct RayJobPlan {
     pub ttl_seconds: i64,
 }
 
-/// Validate and render: entrypoint, training cluster, run id, names, TTL, the bundled
-/// schemas, and (upload mode) the working_dir and its size.
-pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
+/// The RayJob and its DRA objects for `cfg` as `opts` asks, validated (entrypoint,
+/// training cluster, run id, TTL, and with `validate` the names and bundled schemas). No
+/// I/O: this is also what `nrl run --dry-run` prints.
+pub fn manifests(
+    cfg: &LoadedConfig,
+    opts: &RayJobRunOptions,
+    validate: bool,
+) -> Result<(Node, Vec<Node>)> {
     require_entrypoint(cfg)?;
     let cluster = require_training(cfg)?;
     runid::validate(&opts.run_id)?;
@@ -86,10 +90,19 @@ pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
         .into_iter()
         .map(|(kind, name)| dra_object(kind, &name, &cfg.infra.namespace))
         .collect();
-    let mut all = vec![manifest.clone()];
-    all.extend(dra.iter().cloned());
-    validate_manifests(&all)?;
+    if validate {
+        let mut all = vec![manifest.clone()];
+        all.extend(dra.iter().cloned());
+        validate_manifests(&all)?;
+    }
+    Ok((manifest, dra))
+}
 
+/// [`manifests`], plus (upload mode) the working_dir staged from `opts.repo_root` and
+/// checked against Ray's size limit.
+pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
+    let (manifest, dra) = manifests(cfg, opts, true)?;
+    let mode = submission_mode(cfg);
     let manifest = manifest.to_json();
     let upload = match mode {
         SubmissionMode::Http => None,
