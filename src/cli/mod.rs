@@ -8,6 +8,7 @@ use crate::diag::{Exit, Result};
 pub mod check;
 pub mod common;
 pub mod job;
+pub mod job_runs;
 pub mod run;
 pub mod run_k8s;
 
@@ -27,6 +28,8 @@ pub enum Command {
     Job(job::JobArgs),
     /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
     Run(run::RunArgs),
+    /// Run the launch checklist for a run (objects, job status, W&B, generation, teardown).
+    Verify(job_runs::VerifyArgs),
 }
 
 /// Run a parsed command line.
@@ -35,5 +38,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Check(a) => check::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
+        Command::Verify(args) => job_runs::run_verify(args),
     }
 }
