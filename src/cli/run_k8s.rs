@@ -90,11 +90,14 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     }
     let ctx = run_context(args)?;
     let opts = rayjob_options(args, ctx.run_id.clone());
+    // Everything is validated before the first cluster call.
+    let plan = ephemeral::plan(&cfg, &opts)?;
     runtime()?.block_on(async move {
         let cancel = cancel_on_signals()?;
         let k8s = connect(args, &cfg).await?;
         let mut console = Console;
-        let (outcome, record) = rayjob_run(&k8s, &cfg, &ctx, &opts, &mut console, &cancel).await?;
+        let (outcome, record) =
+            rayjob_run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
         let id = &outcome.run_id;
         let mut exit = outcome.exit();
         match &outcome.end {
@@ -155,11 +158,12 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
         timeout: args.timeout,
         flags,
     };
+    let plan = longlived::plan(&cfg, &ctx, &opts)?;
     runtime()?.block_on(async move {
         let cancel = cancel_on_signals()?;
         let k8s = connect(args, &cfg).await?;
         let mut console = Console;
-        let outcome = longlived::run(&k8s, &cfg, &ctx, &opts, &mut console, &cancel).await?;
+        let outcome = longlived::run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
         let id = outcome.record.id.clone();
         let mut exit = outcome.exit();
         if exit == Exit::Interrupted {

@@ -22,6 +22,8 @@ use crate::ray::{JobDetails, RayClient, RayClientOptions, stop_job};
 
 /// How long `stop` waits for the job to reach a terminal state.
 pub const STOP_WAIT: Duration = Duration::from_secs(60);
+/// How long following a RayJob waits for KubeRay to start its job.
+const JOB_START_WAIT: Duration = Duration::from_secs(86400);
 
 /// Where a run's Ray job is.
 enum Target {
@@ -164,6 +166,30 @@ pub async fn follow_run(
     progress: &mut dyn Progress,
     cancel: &CancellationToken,
 ) -> Result<Exit> {
+    // A RayJob attached to early has no cluster or job yet: wait until KubeRay runs it.
+    if let (RunKind::Rayjob, Some(k8s)) = (record.kind, k8s) {
+        let name = record
+            .k8s
+            .as_ref()
+            .and_then(|k| k.rayjob.clone())
+            .unwrap_or_default();
+        let ns = record.namespace.clone().unwrap_or_default();
+        let rayjobs = by_kind("RayJob")?;
+        let started = k8s.wait_for(&rayjobs, &ns, &name, JOB_START_WAIT, "running", |o| {
+            let dep = o.and_then(|o| str_at(o, "/status/jobDeploymentStatus"));
+            match dep {
+                None if o.is_none() => crate::k8s::Verdict::Done(()),
+                Some(d) if d == "Running" || crate::k8s::wait::rayjob_terminal_state(d) => {
+                    crate::k8s::Verdict::Done(())
+                }
+                _ => crate::k8s::Verdict::Pending,
+            }
+        });
+        tokio::select! {
+            r = started => r?,
+            _ = cancel.cancelled() => return Ok(Exit::Interrupted),
+        }
+    }
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let task: TaskGuard<Result<Exit>> = match target(k8s, record).await? {
         Target::Gone { why, exit } => {
@@ -183,7 +209,8 @@ pub async fn follow_run(
                 .ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
             TaskGuard::spawn(async move {
                 let dash = head_dashboard(&k8s, &ns, &cluster).await?;
-                let d = follow_into(&dash.client, &id, tx, Duration::ZERO).await?;
+                // HTTPMode: KubeRay submits a moment after it reports Running.
+                let d = follow_into(&dash.client, &id, tx, Duration::from_secs(120)).await?;
                 Ok(exit_for_job(&d))
             })
         }

@@ -87,17 +87,18 @@ pub fn status_of(outcome: &RunOutcome) -> (RunStatus, Option<String>) {
 }
 
 /// An ephemeral RayJob run of `cfg` as `ctx.run_id`, with records and follow-up
-/// commands: plan, start, save the records (owned by the RayJob) and print how to follow
-/// the run, wait (unless `opts.wait` is off), record how it ended.
+/// commands: start the planned run ([`ephemeral::plan`], done before connecting so bad
+/// input fails without a cluster), save the records (owned by the RayJob) and print how
+/// to follow the run, wait (unless `opts.wait` is off), record how it ended.
 pub async fn rayjob_run(
     k8s: &K8s,
     cfg: &LoadedConfig,
     ctx: &RunContext,
+    plan: &ephemeral::RayJobPlan,
     opts: &RayJobRunOptions,
     progress: &mut dyn Progress,
     cancel: &CancellationToken,
 ) -> Result<(RunOutcome, RunRecord)> {
-    let plan = ephemeral::plan(cfg, opts)?;
     if let Some(up) = &plan.upload {
         for w in &up.warnings {
             progress.status(&format!("warning: {w}"));
@@ -115,7 +116,7 @@ pub async fn rayjob_run(
         std::fs::create_dir_all(ctx.run_dir()).ok();
         opts.log_copy = Some(ctx.run_dir().join(DRIVER_LOG));
     }
-    let (live, state) = match ephemeral::start(k8s, &plan, &opts, progress, cancel).await? {
+    let (live, state) = match ephemeral::start(k8s, plan, &opts, progress, cancel).await? {
         ephemeral::Start::Running { live, state } => (live, state),
         ephemeral::Start::Ended(outcome) => return Ok((outcome, record)),
     };
@@ -131,9 +132,9 @@ pub async fn rayjob_run(
         progress.status(&line);
     }
     if !opts.wait {
-        return Ok((ephemeral::submitted(&plan, state.cluster), record));
+        return Ok((ephemeral::submitted(plan, state.cluster), record));
     }
-    let outcome = ephemeral::wait(k8s, &plan, &opts, state, progress, cancel).await?;
+    let outcome = ephemeral::wait(k8s, plan, &opts, state, progress, cancel).await?;
     if let Some(rc) = &outcome.cluster
         && let Some(kr) = record.k8s.as_mut()
     {

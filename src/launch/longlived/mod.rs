@@ -38,7 +38,7 @@ use crate::launch::rayjob::{require_entrypoint, require_training};
 use crate::launch::records::{RunRecord, RunStatus};
 use crate::launch::run::{DRIVER_LOG, RunContext};
 use crate::launch::runid;
-use crate::launch::submit::{ModeFlags, resolve};
+use crate::launch::submit::{ModeFlags, Resolved, resolve};
 
 pub use training::{Followed, Training};
 
@@ -74,16 +74,21 @@ impl LongLivedOutcome {
     }
 }
 
-/// Run `cfg` on its long-lived clusters as `ctx.run_id` (see the module docs).
-pub async fn run(
-    k8s: &K8s,
+/// A validated long-lived run (step 1 of the module docs; no cluster calls).
+#[derive(Debug, Clone)]
+pub struct LongLivedPlan {
+    pub code: Resolved,
+    pub roles: Vec<ensure::RoleObjects>,
+    pub training_cluster: String,
+    pub training: training::TrainingPlan,
+}
+
+/// Check and render everything a long-lived run needs before any cluster call.
+pub fn plan(
     cfg: &LoadedConfig,
     ctx: &RunContext,
     opts: &LongLivedOptions,
-    progress: &mut dyn Progress,
-    cancel: &CancellationToken,
-) -> Result<LongLivedOutcome> {
-    // 1. Validate.
+) -> Result<LongLivedPlan> {
     require_entrypoint(cfg)?;
     let train_spec = require_training(cfg)?;
     runid::validate(&ctx.run_id)?;
@@ -91,8 +96,28 @@ pub async fn run(
     let rendered = ensure::role_objects(cfg)?;
     let nodes: Vec<_> = rendered.iter().flat_map(|(_, n)| n.clone()).collect();
     validate_manifests(&nodes)?;
-    let train_plan = training::plan(cfg, &ctx.run_id, &code, &ctx.repo_root)?;
-    if let training::TrainingPlan::PortForward(job) = &train_plan {
+    let training = training::plan(cfg, &ctx.run_id, &code, &ctx.repo_root)?;
+    Ok(LongLivedPlan {
+        code,
+        roles: rendered.into_iter().map(|(o, _)| o).collect(),
+        training_cluster: train_spec.name.clone(),
+        training,
+    })
+}
+
+/// Run `cfg` on its long-lived clusters as `ctx.run_id` (steps 2-6 of the module docs).
+pub async fn run(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: &RunContext,
+    plan: &LongLivedPlan,
+    opts: &LongLivedOptions,
+    progress: &mut dyn Progress,
+    cancel: &CancellationToken,
+) -> Result<LongLivedOutcome> {
+    let (code, rendered, train_plan) = (&plan.code, &plan.roles, &plan.training);
+    let train_name = plan.training_cluster.as_str();
+    if let training::TrainingPlan::PortForward(job) = train_plan {
         for w in &job.warnings {
             progress.status(&format!("warning: {w}"));
         }
@@ -103,7 +128,7 @@ pub async fn run(
 
     // 2. Collisions with RayJobs.
     let rayjobs = by_kind("RayJob")?;
-    for (obj, _) in &rendered {
+    for obj in rendered {
         if k8s.get(&rayjobs, &ns, &obj.name).await?.is_some() {
             return Err(Diag::new(
                 "nrl::run::name_collision",
@@ -122,10 +147,10 @@ pub async fn run(
 
     // 3. --replace: stop first, then reset the registry.
     if opts.replace {
-        for (obj, _) in &rendered {
+        for obj in rendered {
             replace::stop_ray_jobs(k8s, &ns, &obj.name, progress).await?;
         }
-        replace::stop_exec_runs(k8s, &ns, &train_spec.name, progress).await?;
+        replace::stop_exec_runs(k8s, &ns, train_name, progress).await?;
         let gym = cfg
             .infra
             .kuberay
@@ -143,7 +168,7 @@ pub async fn run(
     }
 
     // 4. Clusters and daemons, in role order.
-    for (obj, _) in &rendered {
+    for obj in rendered {
         if cancel.is_cancelled() {
             return Err(Diag::new(
                 "nrl::run::interrupted",
@@ -170,7 +195,7 @@ pub async fn run(
             &obj.name,
             d,
             opts.replace,
-            &code,
+            code,
             &ctx.repo_root,
             progress,
         )
@@ -182,21 +207,18 @@ pub async fn run(
         k8s,
         cfg,
         &ctx.run_id,
-        &train_spec.name,
-        &train_plan,
-        &code,
+        train_name,
+        train_plan,
+        code,
         progress,
     )
     .await?;
     let mut record = base_record(cfg, ctx, k8s, train.kind());
-    record.cluster = Some(train_spec.name.clone());
+    record.cluster = Some(train_name.to_string());
     if let Some(k) = record.k8s.as_mut() {
         train.describe_into(k);
     }
-    let owners = match k8s
-        .get(&by_kind("RayCluster")?, &ns, &train_spec.name)
-        .await?
-    {
+    let owners = match k8s.get(&by_kind("RayCluster")?, &ns, train_name).await? {
         Some(rc) => owner_ref(&rc).into_iter().collect(),
         None => Vec::new(),
     };
@@ -206,7 +228,7 @@ pub async fn run(
         ctx,
         k8s,
         &ns,
-        &format!("RayCluster {}", train_spec.name),
+        &format!("RayCluster {train_name}"),
     ) {
         progress.status(&line);
     }
