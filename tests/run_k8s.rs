@@ -426,3 +426,31 @@ fn ttl_help_says_it_delays_the_cluster_teardown() {
         "{help}"
     );
 }
+
+/// ref §10.3 #6 TailJobLogs/bridges_async_iterator_to_generator: the log of a Ray job
+/// reaches the consumer chunk by chunk, in order, and the stream ends with the job.
+#[test]
+fn tail_job_logs_bridges_chunks_to_a_channel() {
+    let Some(head) = ray_head::shared() else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = nrl::ray::RayClient::new(head.address(), Default::default()).unwrap();
+        let id = id("tail");
+        let mut req = nrl::ray::SubmitRequest::new("echo 'line one'; echo 'line two'; echo done");
+        req.submission_id = Some(id.clone());
+        client.submit(&req).await.unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let details = nrl::launch::follow::follow_into(&client, &id, tx, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(details.status.to_string(), "SUCCEEDED");
+        let mut all = String::new();
+        while let Some(chunk) = rx.recv().await {
+            all.push_str(&chunk);
+        }
+        // Ray writes its own preamble lines first.
+        assert!(all.ends_with("line one\nline two\ndone\n"), "{all}");
+    });
+}

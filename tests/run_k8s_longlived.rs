@@ -354,4 +354,30 @@ fn exec_run_failing_under_set_eu_records_exit_code_1() {
     );
     assert!(stdout.contains("Processed prompts: 100%"), "{stdout}");
     assert!(stdout.contains("step 1/1"), "{stdout}");
+
+    // ref §10.2 #20 ResetEndpointRegistry/noop_when_no_gym: --replace without a gym daemon
+    // resets nothing.
+    w.fake.clear_request_log();
+    let replaced = format!("ll-exec-r-{}", fastrand::u32(..) % 1_000_000);
+    let out = nrl(&w)
+        .args([
+            "run",
+            QS_RECIPE,
+            "--infra",
+            QS_INFRA,
+            "--raycluster",
+            "--mode",
+            "batch",
+        ])
+        .args(["--replace", "--run-id", &replaced, "--code-path"])
+        .arg(repo())
+        .args([&exec_tmp(&w), "grpo.max_num_steps=1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        w.fake
+            .requests(|r| r.verb == "delete" && r.resource.as_deref() == Some("configmaps"))
+            .is_empty()
+    );
 }

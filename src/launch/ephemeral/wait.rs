@@ -462,3 +462,46 @@ fn spawn_follower(
         follow_into(&dash.client, &id, out, APPEAR_WITHIN).await
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(deployment: &str, job: Option<&str>) -> RayJobState {
+        RayJobState {
+            deployment: Some(deployment.into()),
+            job: job.map(str::to_string),
+            ..RayJobState::default()
+        }
+    }
+
+    /// Regressions of ref §11 C1/C2: ValidationFailed and Suspended are terminal and
+    /// fail; a STOPPED job fails although KubeRay reports it `Complete`.
+    #[test]
+    fn exit_codes_come_from_the_ray_job_status() {
+        assert_eq!(
+            exit_for(&state("Complete", Some("SUCCEEDED")), None),
+            Exit::Ok
+        );
+        assert_eq!(
+            exit_for(&state("Complete", Some("STOPPED")), None),
+            Exit::Failed
+        );
+        assert_eq!(
+            exit_for(&state("Failed", Some("FAILED")), None),
+            Exit::Failed
+        );
+        for d in ["ValidationFailed", "Suspended", "Failed"] {
+            assert!(state(d, None).terminal());
+            assert_eq!(exit_for(&state(d, None), None), Exit::Failed, "{d}");
+        }
+        assert!(!state("Running", Some("RUNNING")).terminal());
+        // Ray's own final word wins over a RayJob that has not caught up.
+        let ray: JobDetails = serde_json::from_str(r#"{"status": "FAILED"}"#).unwrap();
+        assert_eq!(
+            exit_for(&state("Running", Some("RUNNING")), Some(&ray)),
+            Exit::Failed
+        );
+        assert_eq!(state("Running", None).pair(), "deployment=Running job=None");
+    }
+}

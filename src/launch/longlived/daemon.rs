@@ -64,6 +64,36 @@ pub fn newest<'a>(jobs: &'a [JobDetails], base: &str) -> Option<&'a JobDetails> 
         .max_by_key(|j| (j.start_time.unwrap_or(0), suffix(j)))
 }
 
+/// What to do about a daemon, given its newest job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DaemonAction {
+    /// It is RUNNING, PENDING or SUCCEEDED: keep it.
+    Keep(String),
+    /// It FAILED or was STOPPED and `--replace` is off.
+    Refuse { id: String, status: JobStatus },
+    /// `--replace` and it is alive: stop it, then submit a fresh one.
+    StopThenSubmit(String),
+    /// Submit (none yet, or `--replace` of an ended one).
+    Submit,
+}
+
+/// The decision of ref-orchestration §4.5 with the fixes of §11 B4 (PENDING is alive).
+pub fn decide(current: Option<&JobDetails>, replace: bool) -> DaemonAction {
+    let Some(job) = current else {
+        return DaemonAction::Submit;
+    };
+    let id = job.submission_id.clone().unwrap_or_default();
+    let alive = matches!(job.status, JobStatus::Running | JobStatus::Pending);
+    match (replace, job.status) {
+        (false, JobStatus::Running | JobStatus::Pending | JobStatus::Succeeded) => {
+            DaemonAction::Keep(id)
+        }
+        (false, status) => DaemonAction::Refuse { id, status },
+        (true, _) if alive => DaemonAction::StopThenSubmit(id),
+        (true, _) => DaemonAction::Submit,
+    }
+}
+
 /// `export K=V` lines for `env`.
 fn exports(env: &IndexMap<String, String>) -> Result<String> {
     let mut out = String::new();
@@ -276,6 +306,35 @@ mod tests {
             newest(&[job("someone-else", 1, "RUNNING")], "gym-daemon"),
             None
         );
+    }
+
+    /// ref §10.2 SubmitDaemon #3-#6, and PENDING (ref §11 B4: it was resubmitted and
+    /// refused by Ray as a duplicate).
+    #[test]
+    fn daemon_decisions() {
+        let d = |status: &str| job("gym-daemon", 1, status);
+        assert_eq!(
+            decide(Some(&d("RUNNING")), false),
+            DaemonAction::Keep("gym-daemon".into())
+        );
+        assert_eq!(
+            decide(Some(&d("SUCCEEDED")), false),
+            DaemonAction::Keep("gym-daemon".into())
+        );
+        assert_eq!(
+            decide(Some(&d("PENDING")), false),
+            DaemonAction::Keep("gym-daemon".into())
+        );
+        match decide(Some(&d("FAILED")), false) {
+            DaemonAction::Refuse { status, .. } => assert_eq!(status.to_string(), "FAILED"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            decide(Some(&d("RUNNING")), true),
+            DaemonAction::StopThenSubmit("gym-daemon".into())
+        );
+        assert_eq!(decide(Some(&d("STOPPED")), true), DaemonAction::Submit);
+        assert_eq!(decide(None, false), DaemonAction::Submit);
     }
 
     #[test]
