@@ -104,6 +104,12 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
             RunEnd::Submitted => console.status(&format!(
                 "run {id} submitted; nrl is not waiting (--no-wait)"
             )),
+            RunEnd::Cancelled => {
+                console.status(&format!(
+                    "\ninterrupted: run {id} was not started; what it had created was removed"
+                ));
+                return Ok(Exit::Interrupted);
+            }
             RunEnd::Detached => {
                 console.status(&format!(
                     "\ninterrupted: stopped following run {id}; the job keeps running."

@@ -74,6 +74,10 @@ pub async fn save_everywhere(
 pub fn status_of(outcome: &RunOutcome) -> (RunStatus, Option<String>) {
     match &outcome.end {
         RunEnd::Submitted | RunEnd::Detached => (RunStatus::Running, None),
+        RunEnd::Cancelled => (
+            RunStatus::Stopped,
+            Some("interrupted before the job was submitted".into()),
+        ),
         RunEnd::Finished { state, .. } => {
             let status = match outcome.job_status().as_deref() {
                 Some("SUCCEEDED") => RunStatus::Succeeded,
@@ -118,7 +122,17 @@ pub async fn rayjob_run(
     }
     let (live, state) = match ephemeral::start(k8s, plan, &opts, progress, cancel).await? {
         ephemeral::Start::Running { live, state } => (live, state),
-        ephemeral::Start::Ended(outcome) => return Ok((outcome, record)),
+        ephemeral::Start::Ended(outcome) => {
+            // KubeRay gave up before the job ran: keep a local record of that.
+            if let RunEnd::Finished { .. } = outcome.end {
+                let (status, message) = status_of(&outcome);
+                record.set_status(status, Some(1), message);
+                if let Err(e) = super::run::save_record(&ctx.store, &record).await {
+                    progress.status(&format!("warning: {}", e.message));
+                }
+            }
+            return Ok((outcome, record));
+        }
     };
     let owners: Vec<Json> = owner_ref(&live).into_iter().collect();
     save_everywhere(k8s, ctx, &record, &owners, progress).await;

@@ -94,6 +94,8 @@ pub enum RunEnd {
     Submitted,
     /// Ctrl-C while waiting: the job keeps running.
     Detached,
+    /// Ctrl-C before the job was submitted: what the run had created was deleted.
+    Cancelled,
     /// The RayJob reached a terminal state.
     Finished {
         state: RayJobState,
@@ -122,7 +124,7 @@ impl RunOutcome {
     pub fn exit(&self) -> Exit {
         match &self.end {
             RunEnd::Submitted => Exit::Ok,
-            RunEnd::Detached => Exit::Interrupted,
+            RunEnd::Detached | RunEnd::Cancelled => Exit::Interrupted,
             RunEnd::Finished { state, ray, .. } => exit_for(state, ray.as_deref()),
         }
     }
@@ -193,7 +195,13 @@ pub async fn start(
     cancel: &CancellationToken,
 ) -> Result<Start> {
     progress.status(&format!("[rayjob] {}", k8s.banner()));
-    preflight(k8s, plan, opts.replace, progress).await?;
+    // Nothing is created yet: Ctrl-C (e.g. while --replace waits) just stops.
+    tokio::select! {
+        r = preflight(k8s, plan, opts.replace, &mut *progress) => r?,
+        _ = cancel.cancelled() => {
+            return Ok(Start::Ended(outcome(plan, RunEnd::Cancelled, None, LogScan::new())));
+        }
+    }
     let live = apply::create(k8s, plan, progress).await?;
     let (SubmissionMode::Interactive, Some(upload)) = (plan.mode, &plan.upload) else {
         return Ok(Start::Running {
@@ -220,7 +228,7 @@ pub async fn start(
             undo(k8s, plan).await;
             return Ok(Start::Ended(outcome(
                 plan,
-                RunEnd::Detached,
+                RunEnd::Cancelled,
                 None,
                 LogScan::new(),
             )));
@@ -254,7 +262,7 @@ pub async fn start(
             other?;
             Ok(Start::Ended(outcome(
                 plan,
-                RunEnd::Detached,
+                RunEnd::Cancelled,
                 Some(cluster),
                 LogScan::new(),
             )))

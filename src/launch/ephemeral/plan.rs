@@ -60,13 +60,7 @@ pub fn manifests(
     let cluster = require_training(cfg)?;
     runid::validate(&opts.run_id)?;
     let launch = &cfg.infra.launch;
-    crate::launch::submit::check(&crate::launch::submit::Resolved {
-        mode: launch.run_mode,
-        submitter: crate::config::schema::SubmitterMode::PortForward,
-        code_source: launch.code_source,
-        code_path: launch.code_path.clone().filter(|p| !p.is_empty()),
-        wait: opts.wait,
-    })?;
+    crate::launch::submit::require_code_path(launch.code_source, launch.code_path.as_deref())?;
     if !opts.shutdown && opts.ttl_seconds > 0 {
         return Err(Diag::new(
             "nrl::run::ttl",

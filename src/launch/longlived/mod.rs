@@ -167,39 +167,47 @@ pub async fn run(
         }
     }
 
-    // 4. Clusters and daemons, in role order.
-    for obj in rendered {
-        if cancel.is_cancelled() {
+    // 4. Clusters and daemons, in role order; Ctrl-C stops the bring-up (what exists
+    // stays and is reused by the next run).
+    let bring_up = async {
+        for obj in rendered {
+            ensure::ensure(k8s, cfg, obj, opts.recreate, opts.timeout, &mut *progress).await?;
+            let spec = cfg.infra.kuberay.get(obj.role);
+            let Some(d) = spec.and_then(|c| c.daemon.as_ref()) else {
+                continue;
+            };
+            if opts.skip_daemons && obj.role != Role::Training {
+                progress.status(&format!(
+                    "[{}] --skip-daemons: not submitting the daemon",
+                    obj.role
+                ));
+                continue;
+            }
+            daemon::submit_daemon(
+                k8s,
+                cfg,
+                obj.role,
+                &obj.name,
+                d,
+                opts.replace,
+                code,
+                &ctx.repo_root,
+                &mut *progress,
+            )
+            .await?;
+        }
+        Ok::<(), Diag>(())
+    };
+    tokio::select! {
+        r = bring_up => r?,
+        _ = cancel.cancelled() => {
             return Err(Diag::new(
                 "nrl::run::interrupted",
-                "interrupted before training was submitted",
+                "interrupted before training was submitted; the clusters brought up so far stay",
             )
-            .with_exit(Exit::Interrupted));
+            .with_exit(Exit::Interrupted)
+            .help("re-run the same command to continue (ready clusters are reused)"));
         }
-        ensure::ensure(k8s, cfg, obj, opts.recreate, opts.timeout, progress).await?;
-        let spec = cfg.infra.kuberay.get(obj.role);
-        let Some(d) = spec.and_then(|c| c.daemon.as_ref()) else {
-            continue;
-        };
-        if opts.skip_daemons && obj.role != Role::Training {
-            progress.status(&format!(
-                "[{}] --skip-daemons: not submitting the daemon",
-                obj.role
-            ));
-            continue;
-        }
-        daemon::submit_daemon(
-            k8s,
-            cfg,
-            obj.role,
-            &obj.name,
-            d,
-            opts.replace,
-            code,
-            &ctx.repo_root,
-            progress,
-        )
-        .await?;
     }
 
     // 5. Training and the record.

@@ -107,20 +107,23 @@ pub fn resolve(cfg: &LoadedConfig, flags: &ModeFlags) -> Result<Resolved> {
     Ok(resolved)
 }
 
-/// The combinations that cannot work.
-pub fn check(r: &Resolved) -> Result<()> {
-    if r.code_source != CodeSource::Upload && r.code_path.is_none() {
+/// Code in the image or on Lustre needs to say where it is.
+pub fn require_code_path(code_source: CodeSource, code_path: Option<&str>) -> Result<()> {
+    if code_source != CodeSource::Upload && code_path.is_none_or(str::is_empty) {
         return Err(Diag::new(
             "nrl::run::code_path",
-            format!(
-                "--code-source {} requires --code-path (or infra.launch.codePath)",
-                r.code_source
-            ),
+            format!("--code-source {code_source} requires --code-path (or infra.launch.codePath)"),
         )
         .help(
             "pass --code-path /opt/nemo-rl (where the image has the code) or a Lustre mount path",
         ));
     }
+    Ok(())
+}
+
+/// The combinations that cannot work.
+pub fn check(r: &Resolved) -> Result<()> {
+    require_code_path(r.code_source, r.code_path.as_deref())?;
     if r.submitter == SubmitterMode::Exec && r.code_source == CodeSource::Upload {
         return Err(Diag::new(
             "nrl::run::exec_upload",
