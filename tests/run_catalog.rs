@@ -194,6 +194,8 @@ fn rayjob_apply_then_wait_success() {
     // The wait is one watch, not polling (DESIGN §3, ref §11 E3).
     let rayjob_gets = f.requests(|r| r.resource.as_deref() == Some("rayjobs") && r.verb == "get");
     assert!(rayjob_gets.len() <= 2, "{} GETs", rayjob_gets.len());
+    let rayjob_watches = f.requests(|r| r.resource.as_deref() == Some("rayjobs") && r.watch);
+    assert_eq!(rayjob_watches.len(), 1, "one watch for the whole wait");
 }
 
 #[test]
