@@ -15,7 +15,7 @@ use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::k8s::{ConnectOptions, K8s};
 use nrl::launch::follow::head_dashboard;
 use nrl::launch::longlived::ensure::{Ensured, ensure, role_objects};
-use nrl::launch::progress::Collect;
+use nrl::launch::output::Collect;
 use nrl::launch::submit::exec::{self, ExecLaunch, ExecState};
 use serde_json::json;
 use support::fake_k8s::FakeK8s;

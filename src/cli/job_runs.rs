@@ -12,8 +12,8 @@ use crate::diag::{Diag, Exit, Result};
 use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
 use crate::launch::cluster_record::{find_run, save_on_cluster};
+use crate::launch::output::{Console, Output};
 use crate::launch::process::Interrupts;
-use crate::launch::progress::{Console, Progress};
 use crate::launch::records::{CODE_NOT_FOUND, RunKind, RunRecord, RunStatus, RunStore};
 use crate::launch::verify::verify;
 

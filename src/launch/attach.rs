@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::follow::{TaskGuard, follow_into, head_dashboard};
-use super::progress::Progress;
+use super::output::Output;
 use super::records::{RunKind, RunRecord};
 use super::run::DRIVER_LOG;
 use super::submit::exec::{self, ExecRun, ExecState};
@@ -163,7 +163,7 @@ pub fn local_log(record: &RunRecord) -> Option<String> {
 pub async fn follow_run(
     k8s: Option<&K8s>,
     record: &RunRecord,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<Exit> {
     // A RayJob attached to early has no cluster or job yet: wait until KubeRay runs it.

@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::cluster_record::save_on_cluster;
 use super::ephemeral::{self, RayJobRunOptions, RunEnd, RunOutcome};
+use super::output::Output;
 use super::owned::owner_ref;
-use super::progress::Progress;
 use super::records::{K8sRun, RunKind, RunRecord, RunStatus};
 use super::run::{DRIVER_LOG, RunContext};
 use super::verify::wandb_enabled;
@@ -53,7 +53,7 @@ pub async fn save_everywhere(
     ctx: &RunContext,
     record: &RunRecord,
     owners: &[Json],
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) {
     if let Err(e) = super::run::save_record(&ctx.store, record).await {
         progress.status(&format!("warning: {}", e.message));
@@ -100,7 +100,7 @@ pub async fn rayjob_run(
     ctx: &RunContext,
     plan: &ephemeral::RayJobPlan,
     opts: &RayJobRunOptions,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<(RunOutcome, RunRecord)> {
     if let Some(up) = &plan.upload {

@@ -11,10 +11,10 @@ use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{rayjob_terminal_state, str_at};
 use crate::k8s::{ApplyOptions, K8s, ObjectRef};
 use crate::launch::follow::head_dashboard;
+use crate::launch::output::Output;
 use crate::launch::owned::{
     apply_owned, delete_all, delete_foreground, owner_names, owner_ref, wait_all_deleted,
 };
-use crate::launch::progress::Progress;
 use crate::ray::{JobSpec, PackageOptions, SubmitRequest, submit_job};
 use crate::render::dra::DraKind;
 
@@ -36,7 +36,7 @@ pub async fn preflight(
     k8s: &K8s,
     plan: &RayJobPlan,
     replace: bool,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<()> {
     let (ns, name) = (plan.namespace.as_str(), plan.name.as_str());
     let rayjobs = by_kind("RayJob")?;
@@ -147,7 +147,7 @@ fn dra_label(obj: &Json) -> &'static str {
 /// DRA objects, then the RayJob, then the DRA objects owned by the RayJob. A failure
 /// part-way removes what was created, so nothing is left without an owner. Returns the
 /// live RayJob.
-pub async fn create(k8s: &K8s, plan: &RayJobPlan, progress: &mut dyn Progress) -> Result<Json> {
+pub async fn create(k8s: &K8s, plan: &RayJobPlan, progress: &mut dyn Output) -> Result<Json> {
     for obj in &plan.dra {
         progress.status(&format!(
             "[rayjob] ensuring {} {}",
@@ -212,7 +212,7 @@ pub async fn submit_upload(
     plan: &RayJobPlan,
     upload: &UploadPlan,
     cluster: &str,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<()> {
     let dash = head_dashboard(k8s, &plan.namespace, cluster).await?;
     let mut request = SubmitRequest::new(upload.entrypoint.clone());

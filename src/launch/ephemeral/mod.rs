@@ -35,7 +35,7 @@ use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::launch::logscan::LogScan;
-use crate::launch::progress::Progress;
+use crate::launch::output::Output;
 use crate::ray::JobDetails;
 use crate::render::rayjob::SubmissionMode;
 
@@ -145,7 +145,7 @@ pub async fn run_rayjob(
     k8s: &K8s,
     cfg: &LoadedConfig,
     opts: &RayJobRunOptions,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<RunOutcome> {
     let plan = plan(cfg, opts)?;
@@ -191,7 +191,7 @@ pub async fn start(
     k8s: &K8s,
     plan: &RayJobPlan,
     opts: &RayJobRunOptions,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<Start> {
     progress.status(&format!("[rayjob] {}", k8s.banner()));
@@ -277,7 +277,7 @@ pub async fn wait(
     plan: &RayJobPlan,
     opts: &RayJobRunOptions,
     state: RayJobState,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<RunOutcome> {
     let log_copy = match &opts.log_copy {

@@ -16,7 +16,7 @@ use crate::k8s::wait::{rayjob_terminal_state, str_at};
 use crate::k8s::{K8s, Verdict};
 use crate::launch::follow::{TaskGuard, follow_into, head_dashboard};
 use crate::launch::logscan::LogScan;
-use crate::launch::progress::Progress;
+use crate::launch::output::Output;
 use crate::ray::JobDetails;
 use crate::render::rayjob::SubmissionMode;
 
@@ -83,7 +83,7 @@ pub enum WaitEnd {
 pub struct Waiter<'a> {
     pub k8s: &'a K8s,
     pub plan: &'a RayJobPlan,
-    pub progress: &'a mut dyn Progress,
+    pub progress: &'a mut dyn Output,
     pub cancel: &'a CancellationToken,
     /// Stream the driver log (`--wait`); otherwise only the status is watched.
     pub follow_log: bool,
@@ -97,7 +97,7 @@ impl<'a> Waiter<'a> {
     pub fn new(
         k8s: &'a K8s,
         plan: &'a RayJobPlan,
-        progress: &'a mut dyn Progress,
+        progress: &'a mut dyn Output,
         cancel: &'a CancellationToken,
     ) -> Waiter<'a> {
         Waiter {

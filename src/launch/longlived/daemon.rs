@@ -19,7 +19,7 @@ use crate::config::schema::{CodeSource, DaemonSpec, Role};
 use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
 use crate::launch::follow::head_dashboard;
-use crate::launch::progress::Progress;
+use crate::launch::output::Output;
 use crate::launch::submit::{Resolved, head_pod};
 use crate::ray::{
     DEFAULT_UPLOAD_PATHS, JobDetails, JobSpec, JobStatus, PackageOptions, SubmitRequest, UploadSet,
@@ -115,7 +115,7 @@ pub async fn submit_daemon(
     replace: bool,
     code: &Resolved,
     repo_root: &Path,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<String> {
     let ns = &cfg.infra.namespace;
     let base = base_id(cluster, daemon);
@@ -250,7 +250,7 @@ async fn health_check(
     url: &str,
     timeout_s: i64,
     role: Role,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<()> {
     progress.status(&format!(
         "[{role}] waiting for health-check {url} (timeout {timeout_s}s, from the head pod)"

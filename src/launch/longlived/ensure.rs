@@ -18,8 +18,8 @@ use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{raycluster_ready, str_at};
 use crate::k8s::{ApplyOptions, Drift, K8s};
+use crate::launch::output::Output;
 use crate::launch::owned::{apply_owned, owner_ref};
-use crate::launch::progress::Progress;
 use crate::render::dra::dra_object;
 use crate::render::raycluster::{dra_needed, raycluster};
 
@@ -78,7 +78,7 @@ pub async fn ensure(
     obj: &RoleObjects,
     recreate: bool,
     timeout: Duration,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<Ensured> {
     let (ns, name, role) = (cfg.infra.namespace.as_str(), obj.name.as_str(), obj.role);
     let clusters = by_kind("RayCluster")?;

@@ -32,8 +32,8 @@ use crate::k8s::resources::by_kind;
 use crate::launch::check::validate_manifests;
 use crate::launch::k8s_run::{base_record, followups, save_everywhere};
 use crate::launch::logscan::LogScan;
+use crate::launch::output::Output;
 use crate::launch::owned::owner_ref;
-use crate::launch::progress::Progress;
 use crate::launch::rayjob::{require_entrypoint, require_training};
 use crate::launch::records::{RunRecord, RunStatus};
 use crate::launch::run::{DRIVER_LOG, RunContext};
@@ -112,7 +112,7 @@ pub async fn run(
     ctx: &RunContext,
     plan: &LongLivedPlan,
     opts: &LongLivedOptions,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<LongLivedOutcome> {
     let (code, rendered, train_plan) = (&plan.code, &plan.roles, &plan.training);

@@ -13,7 +13,7 @@ use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::launch::cluster_record::{RECORD_KEY, RUN_KIND_LABEL};
 use crate::launch::follow::head_dashboard;
-use crate::launch::progress::Progress;
+use crate::launch::output::Output;
 use crate::launch::records::{RunKind, RunRecord};
 use crate::launch::submit::exec::{self, ExecRun, ExecState};
 use crate::ray::{JobStatus, stop_job};
@@ -42,7 +42,7 @@ pub async fn stop_ray_jobs(
     k8s: &K8s,
     ns: &str,
     cluster: &str,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<Vec<String>> {
     if k8s
         .get(&by_kind("RayCluster")?, ns, cluster)
@@ -79,7 +79,7 @@ pub async fn stop_exec_runs(
     k8s: &K8s,
     ns: &str,
     cluster: &str,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<Vec<String>> {
     let selector = format!("{RUN_KIND_LABEL}={}", RunKind::RayclusterExec.as_str());
     let cms = k8s
@@ -142,7 +142,7 @@ pub async fn reset_registry(
     k8s: &K8s,
     ns: &str,
     job_id: &str,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<bool> {
     let name = registry_name(job_id);
     let deleted = k8s.delete(&by_kind("ConfigMap")?, ns, &name).await?;

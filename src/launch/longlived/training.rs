@@ -13,7 +13,7 @@ use crate::k8s::K8s;
 use crate::launch::attach::exit_for_exec;
 use crate::launch::follow::{TaskGuard, follow_into, head_dashboard};
 use crate::launch::logscan::LogScan;
-use crate::launch::progress::Progress;
+use crate::launch::output::Output;
 use crate::launch::rayjob::{require_entrypoint, staged_recipe_yaml};
 use crate::launch::records::{K8sRun, RunKind};
 use crate::launch::submit::exec::{self, ExecLaunch, ExecRun};
@@ -92,7 +92,7 @@ pub async fn submit(
     cluster: &str,
     plan: &TrainingPlan,
     code: &Resolved,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
 ) -> Result<Training> {
     let ns = &cfg.infra.namespace;
     match plan {
@@ -157,7 +157,7 @@ pub async fn follow(
     k8s: &K8s,
     ns: &str,
     training: &Training,
-    progress: &mut dyn Progress,
+    progress: &mut dyn Output,
     cancel: &CancellationToken,
     mut copy: Option<std::fs::File>,
     scan: &mut LogScan,
@@ -183,7 +183,7 @@ pub async fn follow(
             }
         }
     });
-    let mut emit = |chunk: &str, progress: &mut dyn Progress| {
+    let mut emit = |chunk: &str, progress: &mut dyn Output| {
         progress.log(chunk);
         scan.feed(chunk);
         if let Some(f) = copy.as_mut() {
