@@ -48,7 +48,7 @@ pub struct LongLivedOptions {
     pub replace: bool,
     pub recreate: bool,
     pub skip_daemons: bool,
-    /// Budget for each cluster to become ready.
+    /// Budget for each cluster to become ready, and for the training to end when waiting.
     pub timeout: Duration,
     pub flags: ModeFlags,
 }
@@ -253,7 +253,25 @@ pub async fn run(
     std::fs::create_dir_all(ctx.run_dir()).ok();
     let copy = std::fs::File::create(ctx.run_dir().join(DRIVER_LOG)).ok();
     let mut scan = LogScan::new();
-    let followed = training::follow(k8s, &ns, &train, progress, cancel, copy, &mut scan).await?;
+    let follow = training::follow(k8s, &ns, &train, progress, cancel, copy, &mut scan);
+    let followed = match tokio::time::timeout(opts.timeout, follow).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(Diag::new(
+                "nrl::run::timeout",
+                format!(
+                    "run {} did not finish within {}s (--timeout); it keeps running",
+                    ctx.run_id,
+                    opts.timeout.as_secs()
+                ),
+            )
+            .with_exit(Exit::Failed)
+            .help(format!(
+                "follow it: nrl job logs {id} -f; stop it: nrl job stop {id}",
+                id = ctx.run_id
+            )));
+        }
+    };
     if let Followed::Ended { status, exit, code } = &followed {
         progress.status(&format!("run {} {status}", ctx.run_id));
         let st = if *exit == Exit::Ok {
