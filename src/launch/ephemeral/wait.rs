@@ -27,6 +27,9 @@ const STATUS_GRACE: Duration = Duration::from_secs(30);
 /// How long a job may be unknown to Ray after KubeRay reports it Running (HTTPMode
 /// submits on its next reconcile).
 const APPEAR_WITHIN: Duration = Duration::from_secs(120);
+/// Backoff between attempts to reopen a failed log stream.
+const FOLLOW_RETRY_FIRST: Duration = Duration::from_secs(5);
+const FOLLOW_RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// The RayJob's state as a user reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -204,6 +207,9 @@ impl<'a> Waiter<'a> {
         let mut ray: Option<Box<JobDetails>> = None;
         let mut terminal = false;
         let mut grace: Option<tokio::time::Instant> = None;
+        // A log stream that failed is retried with backoff (the status watch goes on).
+        let mut retry_at: Option<tokio::time::Instant> = None;
+        let mut retry_pause = FOLLOW_RETRY_FIRST;
         let far = tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
         loop {
             if terminal && follower.is_none() {
@@ -243,12 +249,20 @@ impl<'a> Waiter<'a> {
                                 grace = Some(tokio::time::Instant::now() + STATUS_GRACE);
                             }
                         }
-                        Ok(Err(e)) => self.progress.status(&format!(
-                            "[rayjob] warning: the driver log stream ended: {}",
-                            e.message
-                        )),
+                        Ok(Err(e)) => {
+                            self.progress.status(&format!(
+                                "[rayjob] warning: the driver log stream ended: {} (retrying in {}s; the status is still watched)",
+                                e.message,
+                                retry_pause.as_secs()
+                            ));
+                            retry_at = Some(tokio::time::Instant::now() + retry_pause);
+                            retry_pause = (retry_pause * 2).min(FOLLOW_RETRY_MAX);
+                        }
                         Err(_) => {}
                     }
+                }
+                _ = tokio::time::sleep_until(retry_at.unwrap_or(far)), if retry_at.is_some() => {
+                    retry_at = None;
                 }
                 _ = tokio::time::sleep_until(grace.unwrap_or(far)), if grace.is_some() => {
                     grace = None;
@@ -264,6 +278,7 @@ impl<'a> Waiter<'a> {
             }
             if self.follow_log
                 && follower.is_none()
+                && retry_at.is_none()
                 && ray.is_none()
                 && !terminal
                 && let Some((cluster, id)) = self.ready_to_follow()
