@@ -377,3 +377,98 @@ async fn dashboard_through_the_native_port_forward_is_torn_down() {
         "the forward stopped"
     );
 }
+
+fn resolved(
+    code_source: nrl::config::schema::CodeSource,
+    code_path: Option<&str>,
+) -> nrl::launch::submit::Resolved {
+    nrl::launch::submit::Resolved {
+        mode: nrl::config::schema::RunMode::Interactive,
+        submitter: nrl::config::schema::SubmitterMode::PortForward,
+        code_source,
+        code_path: code_path.map(str::to_string),
+        wait: true,
+    }
+}
+
+/// Regression of ref §11 B5: a daemon's env travels as `export` lines (not
+/// `runtime_env.env_vars`), and with the code in the image nothing is uploaded.
+#[test]
+fn daemon_jobs_follow_the_code_source() {
+    use nrl::config::schema::{CodeSource, DaemonSpec};
+    use nrl::launch::longlived::daemon::daemon_job;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("gym")).unwrap();
+    std::fs::write(dir.path().join("gym/serve.py"), "print(1)\n").unwrap();
+    let c = cfg(dir.path());
+    let d = DaemonSpec {
+        entrypoint: "python gym/serve.py".into(),
+        submission_id: Some("gym-daemon".into()),
+        env: IndexMap::from([("PORT".to_string(), "8000".to_string())]),
+        health_check_url: None,
+        health_check_timeout_s: 300,
+        ray_upload_paths: Some(vec!["gym".into()]),
+    };
+    let (ep, files) = daemon_job(&c, &d, &resolved(CodeSource::Upload, None), dir.path()).unwrap();
+    assert_eq!(ep, "export PORT=8000\npython gym/serve.py");
+    let files = files.expect("uploaded");
+    assert_eq!(
+        files.files().map(|(p, _)| p).collect::<Vec<_>>(),
+        ["gym/serve.py"]
+    );
+    let (ep, files) = daemon_job(
+        &c,
+        &d,
+        &resolved(CodeSource::Image, Some("/opt/nemo-rl")),
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(ep, "export PORT=8000\ncd /opt/nemo-rl\npython gym/serve.py");
+    assert!(files.is_none(), "code in the image: no upload");
+}
+
+/// Regression of ref §11 B6: the health check runs on the head pod (where cluster DNS
+/// resolves), and any answer below 500 passes (4xx used to be retried until timeout).
+#[tokio::test]
+async fn daemon_health_check_runs_on_the_head_pod() {
+    use nrl::config::schema::Role;
+    use nrl::launch::longlived::daemon::health_check;
+    let fake = FakeK8s::start();
+    let k = k8s(&fake).await;
+    let dir = tempfile::tempdir().unwrap();
+    up(&fake, &k, dir.path()).await;
+    let serve = |status: &'static str| async move {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await;
+                let body =
+                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                let _ = s.write_all(body.as_bytes()).await;
+            }
+        });
+        format!("http://{addr}/health")
+    };
+    let ok = serve("404 Not Found").await;
+    let mut p = Collect::default();
+    health_check(&k, "default", "rc-train", &ok, 20, Role::Gym, &mut p)
+        .await
+        .unwrap();
+    assert!(
+        p.lines.iter().any(|l| l.contains("responded 404")),
+        "{:?}",
+        p.lines
+    );
+    assert!(
+        fake.requests(|r| r.resource.as_deref() == Some("pods/exec") && r.query.contains("urllib"))
+            .len()
+            == 1
+    );
+    let bad = serve("503 Service Unavailable").await;
+    let e = health_check(&k, "default", "rc-train", &bad, 2, Role::Gym, &mut p)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "nrl::run::health_check");
+}

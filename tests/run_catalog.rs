@@ -504,3 +504,20 @@ fn build_submitter_port_forward_default_and_exec_when_selected() {
     );
     assert_eq!(run_dir("/scratch", "rid-1"), "/scratch/nrl-rid-1");
 }
+
+/// Regression of ref §11 D2: `job logs <bogus id>` was a `[tail error]` line and exit 0.
+#[test]
+fn job_logs_of_an_unknown_run_is_an_error() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let out = nrl(d.path(), Some(&f))
+        .args(["job", "logs", "no-such-run", "-f"])
+        .output()
+        .unwrap();
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("nrl::run::not_found") && e.contains("no-such-run"),
+        "{e}"
+    );
+}

@@ -267,6 +267,24 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert!(report.contains("skip  cluster torn down"), "{report}");
 
+    // From "another machine" (no local record): the record comes from the cluster's
+    // ConfigMap (ref §11 D5: the reference's handle cache was local only).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = nrl(&w)
+        .env("HOME", elsewhere.path())
+        .args(["job", "logs", &run, "-n", "default"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("Processed prompts: 100%"));
+    assert!(
+        elsewhere
+            .path()
+            .join(format!(".cache/nrl/runs/{run}.json"))
+            .is_file(),
+        "cached locally"
+    );
+
     // The finished RayJob of that name: a clear refusal, then --replace.
     let again = id("qs-again");
     let out = nrl(&w)

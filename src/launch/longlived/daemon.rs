@@ -104,6 +104,38 @@ fn exports(env: &IndexMap<String, String>) -> Result<String> {
     Ok(out)
 }
 
+/// What a daemon runs: `daemon.env` exported, then (code in the image or on Lustre) a
+/// `cd` into the code path, then its entrypoint; and the working_dir to upload, only when
+/// the code source is `upload` (the daemon's `rayUploadPaths`, else `launch`'s, else the
+/// default list).
+pub fn daemon_job(
+    cfg: &LoadedConfig,
+    daemon: &DaemonSpec,
+    code: &Resolved,
+    repo_root: &Path,
+) -> Result<(String, Option<UploadSet>)> {
+    let mut entrypoint = exports(&daemon.env)?;
+    let working_dir = match code.code_source {
+        CodeSource::Upload => {
+            let paths: Vec<String> = daemon
+                .ray_upload_paths
+                .clone()
+                .filter(|p| !p.is_empty())
+                .or_else(|| cfg.infra.launch.ray_upload_paths.clone())
+                .unwrap_or_else(|| DEFAULT_UPLOAD_PATHS.iter().map(|s| s.to_string()).collect());
+            Some(UploadSet::from_include_paths(repo_root, &paths)?)
+        }
+        CodeSource::Image | CodeSource::Lustre => {
+            if let Some(p) = &code.code_path {
+                entrypoint.push_str(&format!("cd {}\n", shell_quote(p)));
+            }
+            None
+        }
+    };
+    entrypoint.push_str(&daemon.entrypoint);
+    Ok((entrypoint, working_dir))
+}
+
 /// Submit (or keep) `role`'s daemon on `cluster`; returns the daemon's submission id.
 #[allow(clippy::too_many_arguments)]
 pub async fn submit_daemon(
@@ -163,29 +195,13 @@ pub async fn submit_daemon(
         base.clone()
     };
 
-    let mut entrypoint = exports(&daemon.env)?;
-    let working_dir = match code.code_source {
-        CodeSource::Upload => {
-            let paths: Vec<String> = daemon
-                .ray_upload_paths
-                .clone()
-                .filter(|p| !p.is_empty())
-                .or_else(|| cfg.infra.launch.ray_upload_paths.clone())
-                .unwrap_or_else(|| DEFAULT_UPLOAD_PATHS.iter().map(|s| s.to_string()).collect());
-            progress.status(&format!(
-                "[{role}] staging working_dir for the daemon ({} paths)",
-                paths.len()
-            ));
-            Some(UploadSet::from_include_paths(repo_root, &paths)?)
-        }
-        CodeSource::Image | CodeSource::Lustre => {
-            if let Some(p) = &code.code_path {
-                entrypoint.push_str(&format!("cd {}\n", shell_quote(p)));
-            }
-            None
-        }
-    };
-    entrypoint.push_str(&daemon.entrypoint);
+    let (entrypoint, working_dir) = daemon_job(cfg, daemon, code, repo_root)?;
+    if let Some(files) = &working_dir {
+        progress.status(&format!(
+            "[{role}] staging working_dir for the daemon ({} files)",
+            files.file_count()
+        ));
+    }
     let mut request = SubmitRequest::new(entrypoint);
     request.submission_id = Some(id.clone());
     request
@@ -243,7 +259,7 @@ while True:
 "#;
 
 /// Poll `url` from the head pod (where cluster DNS resolves) until it answers below 500.
-async fn health_check(
+pub async fn health_check(
     k8s: &K8s,
     ns: &str,
     cluster: &str,
