@@ -15,20 +15,30 @@ use crate::config::source::Span;
 /// Process exit codes (DESIGN §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    Ok = 0,
+    Ok,
     /// The job or run failed.
-    Failed = 1,
+    Failed,
     /// Bad input: usage, configuration, script compile errors.
-    Input = 2,
+    Input,
     /// A cluster or Ray API failure.
-    Api = 3,
+    Api,
     /// Interrupted (Ctrl-C).
-    Interrupted = 130,
+    Interrupted,
+    /// The exit status of a command run elsewhere, passed through unchanged
+    /// (`nrl dev connect -- CMD`).
+    Remote(i32),
 }
 
 impl Exit {
     pub fn code(self) -> i32 {
-        self as i32
+        match self {
+            Exit::Ok => 0,
+            Exit::Failed => 1,
+            Exit::Input => 2,
+            Exit::Api => 3,
+            Exit::Interrupted => 130,
+            Exit::Remote(code) => code,
+        }
     }
 }
 

@@ -1,8 +1,16 @@
-//! Arguments shared by the commands that take a recipe.
+//! Arguments and helpers shared by commands: the recipe, where the cluster is, the
+//! runtime with Ctrl-C handling, tables.
 
+use std::future::Future;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
+use comfy_table::{ContentArrangement, Table, presets};
+
+use crate::config::layers::{LoadedConfig, load};
+use crate::diag::{Diag, Exit, Result};
+use crate::k8s::{ConnectOptions, K8s};
 
 /// `RECIPE [--infra FILE] [OVERRIDES…]`
 #[derive(Debug, Clone, Args)]
@@ -29,4 +37,115 @@ impl RecipeArgs {
         req.overrides = self.overrides.clone();
         req
     }
+}
+
+/// Where the cluster is: shared by every command that talks to Kubernetes.
+#[derive(Debug, Clone, Args)]
+pub struct KubeArgs {
+    /// Kubeconfig context (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace. For recipe commands this overrides `infra.namespace`; otherwise the
+    /// default is the context's namespace (in a pod: the service account's).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster
+    /// service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Deadline of each Kubernetes API call, retries included (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::job::parse_duration)]
+    pub request_timeout: std::time::Duration,
+}
+
+impl KubeArgs {
+    /// Connect, acting in `namespace` (default: `-n`, else the context's).
+    pub async fn connect(&self, namespace: Option<&str>) -> Result<K8s> {
+        K8s::connect(&ConnectOptions {
+            context: self.context.clone(),
+            namespace: namespace.map(str::to_string).or(self.namespace.clone()),
+            kubeconfig: self.kubeconfig.clone(),
+            request_timeout: Some(self.request_timeout),
+        })
+        .await
+    }
+
+    /// Load a recipe + infra pair for a cluster command: `-n` becomes an
+    /// `infra.namespace` override and `--context` picks the context a missing namespace
+    /// is inferred from.
+    pub fn load(&self, recipe: &RecipeArgs) -> Result<LoadedConfig> {
+        let mut req = recipe.load_request();
+        if let Some(ns) = &self.namespace {
+            req.overrides.push(format!("infra.namespace='{ns}'"));
+        }
+        req.context = self.context.clone();
+        load(&req)
+    }
+}
+
+/// Print "<command>: context `c`, namespace `n`" on stderr, before a command changes
+/// anything.
+pub fn banner(command: &str, k8s: &K8s) {
+    eprintln!("{command}: {} (server {})", k8s.banner(), k8s.server);
+}
+
+/// Run a command's future on a small runtime. Ctrl-C stops waiting (whatever was started
+/// on the cluster keeps running), prints `on_interrupt` and exits 130.
+pub fn run_async<F>(on_interrupt: &str, fut: F) -> Result<Exit>
+where
+    F: Future<Output = Result<Exit>>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Diag::new(
+                "nrl::runtime",
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
+    let out = runtime.block_on(async move {
+        tokio::select! {
+            r = fut => r,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("\ninterrupted: {on_interrupt}");
+                Ok(Exit::Interrupted)
+            }
+        }
+    });
+    // Open port-forwards and watches are not worth waiting for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    out
+}
+
+/// Output format of read-only commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+/// A borderless table, columns two spaces apart; wrapped to the terminal when there is
+/// one, never truncated otherwise.
+pub fn plain_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    if std::io::stdout().is_terminal() {
+        table.set_content_arrangement(ContentArrangement::Dynamic);
+    } else {
+        table.force_no_tty();
+    }
+    table.set_header(header.to_vec());
+    for r in rows {
+        table.add_row(r);
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    table
+        .lines()
+        .map(|line| line.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }

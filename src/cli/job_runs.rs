@@ -48,7 +48,7 @@ async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<
     let k8s = K8s::connect(&ConnectOptions {
         context,
         namespace,
-        kubeconfig: None,
+        ..ConnectOptions::default()
     })
     .await?;
     let ns = k8s.namespace.clone();

@@ -6,11 +6,16 @@ use clap::{Parser, Subcommand};
 use crate::diag::{Exit, Result};
 
 pub mod check;
+pub mod cluster;
 pub mod common;
+pub mod dashboard;
+pub mod dev;
 pub mod job;
 pub mod job_runs;
+pub mod logs;
 pub mod run;
 pub mod run_k8s;
+pub mod status;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
@@ -24,20 +29,32 @@ pub struct Cli {
 pub enum Command {
     /// Load, render and validate a recipe + infra pair; never contacts a cluster.
     Check(check::CheckArgs),
+    /// Bring long-lived RayClusters and Deployments up and down; list them; open a dashboard.
+    Cluster(cluster::ClusterArgs),
+    /// Each role's RayCluster state, head and worker pods, and daemon job.
+    Status(status::StatusArgs),
+    /// A role's daemon job log, or its head or worker pod's log.
+    Logs(logs::LogsArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
     Run(run::RunArgs),
     /// Run the launch checklist for a run (objects, job status, W&B, generation, teardown).
     Verify(job_runs::VerifyArgs),
+    /// Your personal CPU pod in the cluster: secrets, connect, stop.
+    Dev(dev::DevArgs),
 }
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Check(a) => check::run(a),
+        Command::Cluster(args) => cluster::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Logs(args) => logs::run(args),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Verify(args) => job_runs::run_verify(args),
+        Command::Dev(args) => dev::run(args),
     }
 }

@@ -65,7 +65,7 @@ async fn connect(args: &RunArgs, cfg: &LoadedConfig) -> Result<K8s> {
     K8s::connect(&ConnectOptions {
         context: args.context.clone(),
         namespace: Some(cfg.infra.namespace.clone()),
-        kubeconfig: None,
+        ..ConnectOptions::default()
     })
     .await
 }

@@ -25,6 +25,8 @@ use super::source::{SourceKind, add_source};
 use super::yaml::parse_mapping;
 use crate::diag::{Diag, Result};
 
+pub use super::infra_only::{FlagValue, InfraRequest, LoadedInfra, load_infra_only};
+
 /// The shipped defaults (layer 1), embedded in the binary.
 pub const SHIPPED_DEFAULTS: &str = include_str!("shipped_defaults.yaml");
 
@@ -161,7 +163,48 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
 
     overrides::apply_all(&mut recipe, &recipe_ovs, Side::Recipe)?;
 
-    // Layers 1 + 2.
+    let MergedInfra {
+        shipped,
+        user,
+        merged: infra,
+    } = merge_infra_layers(infra_layer, &infra_ovs, env)?;
+
+    let mut resolved = interp::resolve(&infra, env)?;
+    let namespace_inferred = fill_namespace(&mut resolved, env, req.context.as_deref());
+    let validated = schema::validate(&resolved)?;
+
+    Ok(LoadedConfig {
+        recipe_path,
+        recipe,
+        infra_merged: infra,
+        infra: validated,
+        layers: Layers {
+            shipped,
+            user,
+            infra: infra_source,
+            recipe_files,
+            recipe_overrides: recipe_ovs,
+            infra_overrides: infra_ovs,
+        },
+        namespace_inferred,
+        env: req.env.clone(),
+    })
+}
+
+/// The infra layers merged, overrides applied, interpolations not yet resolved.
+pub(crate) struct MergedInfra {
+    pub shipped: Node,
+    pub user: Vec<LoadedFile>,
+    pub merged: Node,
+}
+
+/// Layers 1 (shipped) and 2 (user defaults) under `infra_layer` (layer 3), then the
+/// infra-side overrides (layer 4). Shared by [`load`] and [`load_infra_only`].
+pub(crate) fn merge_infra_layers(
+    infra_layer: Node,
+    infra_ovs: &[Override],
+    env: &dyn Env,
+) -> Result<MergedInfra> {
     let shipped_id = add_source(
         "<shipped defaults>",
         None,
@@ -186,34 +229,18 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
         infra.span = layer_span;
         infra.key_span = layer_key_span;
     }
-    overrides::apply_all(&mut infra, &infra_ovs, Side::Infra)?;
+    overrides::apply_all(&mut infra, infra_ovs, Side::Infra)?;
     interp::check_syntax(&infra)?;
-
-    let mut resolved = interp::resolve(&infra, env)?;
-    let namespace_inferred = fill_namespace(&mut resolved, env, req.context.as_deref());
-    let validated = schema::validate(&resolved)?;
-
-    Ok(LoadedConfig {
-        recipe_path,
-        recipe,
-        infra_merged: infra,
-        infra: validated,
-        layers: Layers {
-            shipped,
-            user,
-            infra: infra_source,
-            recipe_files,
-            recipe_overrides: recipe_ovs,
-            infra_overrides: infra_ovs,
-        },
-        namespace_inferred,
-        env: req.env.clone(),
+    Ok(MergedInfra {
+        shipped,
+        user,
+        merged: infra,
     })
 }
 
 /// Unwrap an `infra:` wrapper if present (siblings are ignored, as the reference does)
 /// and drop `_`-prefixed scratch keys.
-fn pick_infra(node: Node, _path: &Path) -> Result<Node> {
+pub(crate) fn pick_infra(node: Node, _path: &Path) -> Result<Node> {
     let picked = match node.get("infra") {
         Some(inner) => match &inner.value {
             Value::Map(_) => inner.clone(),
@@ -276,7 +303,7 @@ pub fn user_defaults_paths(env: &dyn Env) -> Vec<PathBuf> {
 }
 
 /// Fill a missing or falsy `namespace` (absent, null, "", 0, false) by inference.
-fn fill_namespace(
+pub(crate) fn fill_namespace(
     resolved: &mut Node,
     env: &dyn Env,
     context: Option<&str>,

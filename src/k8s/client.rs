@@ -16,7 +16,13 @@ pub struct ConnectOptions {
     pub namespace: Option<String>,
     /// Explicit kubeconfig file (default: `KUBECONFIG`, then `~/.kube/config`, then in-cluster).
     pub kubeconfig: Option<std::path::PathBuf>,
+    /// Deadline of one API call, retries included (default [`DEFAULT_REQUEST_TIMEOUT`]).
+    /// Waits and streams have their own deadlines.
+    pub request_timeout: Option<Duration>,
 }
+
+/// Deadline of one API call when none is configured.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connected client plus where it points.
 #[derive(Clone)]
@@ -26,6 +32,11 @@ pub struct K8s {
     /// The context name, or `in-cluster`.
     pub context: String,
     pub server: String,
+    /// Deadline of one API call, retries included.
+    pub request_timeout: Duration,
+    /// Connected through the in-cluster service account: cluster DNS names resolve, so
+    /// Services can be reached directly instead of through a port-forward.
+    pub in_cluster: bool,
 }
 
 impl std::fmt::Debug for K8s {
@@ -34,6 +45,7 @@ impl std::fmt::Debug for K8s {
             .field("context", &self.context)
             .field("namespace", &self.namespace)
             .field("server", &self.server)
+            .field("in_cluster", &self.in_cluster)
             .finish()
     }
 }
@@ -46,36 +58,50 @@ impl K8s {
             cluster: None,
             user: None,
         };
-        let (mut config, context) = match &opts.kubeconfig {
-            Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| {
-                    Diag::new(
-                        "nrl::k8s::kubeconfig",
-                        format!("cannot read kubeconfig {}: {e}", path.display()),
-                    )
-                })?;
-                let ctx = opts.context.clone().or(kc.current_context.clone());
+        let source = choose_source(
+            opts,
+            std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty()),
+            std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+        );
+        let in_cluster_config = match source {
+            Source::InCluster => match kube::Config::incluster() {
+                Ok(cfg) => Some(cfg),
+                // Not really usable (no token file, say): try the kubeconfig instead.
+                Err(e) => {
+                    tracing::debug!(error = %e, "in-cluster configuration unusable");
+                    None
+                }
+            },
+            _ => None,
+        };
+        let (mut config, context) = match in_cluster_config {
+            Some(cfg) => (cfg, "in-cluster".to_string()),
+            None => {
+                let kc = match &opts.kubeconfig {
+                    Some(path) => Kubeconfig::read_from(path).map_err(|e| {
+                        Diag::api(
+                            "nrl::k8s::kubeconfig",
+                            format!("cannot read kubeconfig {}: {e}", path.display()),
+                        )
+                    })?,
+                    // `KUBECONFIG` (several files are merged) or `~/.kube/config`.
+                    None => Kubeconfig::read().map_err(|e| {
+                        Diag::api(
+                            "nrl::k8s::config",
+                            format!("no Kubernetes configuration found: {e}"),
+                        )
+                        .help("set KUBECONFIG, pass --kubeconfig FILE, or run inside a pod with a service account")
+                    })?,
+                };
+                let ctx = opts
+                    .context
+                    .clone()
+                    .or(kc.current_context.clone())
+                    .unwrap_or_default();
                 let cfg = kube::Config::from_custom_kubeconfig(kc, &kopts)
                     .await
                     .map_err(kubeconfig_error)?;
-                (cfg, ctx.unwrap_or_default())
-            }
-            None if opts.context.is_some() => {
-                let cfg = kube::Config::from_kubeconfig(&kopts)
-                    .await
-                    .map_err(kubeconfig_error)?;
-                (cfg, opts.context.clone().unwrap_or_default())
-            }
-            None => {
-                let ctx = Kubeconfig::read().ok().and_then(|k| k.current_context);
-                let cfg = kube::Config::infer().await.map_err(|e| {
-                    Diag::api(
-                        "nrl::k8s::config",
-                        format!("no Kubernetes configuration found: {e}"),
-                    )
-                    .help("set KUBECONFIG or pass --context; inside a pod the service account is used")
-                })?;
-                (cfg, ctx.unwrap_or_else(|| "in-cluster".to_string()))
+                (cfg, ctx)
             }
         };
         // Our own retry wrapper decides what is safe to retry (idempotent calls only).
@@ -86,6 +112,7 @@ impl K8s {
         }
         let namespace = config.default_namespace.clone();
         let server = config.cluster_url.to_string();
+        let in_cluster = context == "in-cluster";
         let client = kube::Client::try_from(config).map_err(|e| {
             Diag::api(
                 "nrl::k8s::config",
@@ -97,6 +124,8 @@ impl K8s {
             namespace,
             context,
             server,
+            request_timeout: opts.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            in_cluster,
         })
     }
 
@@ -104,10 +133,71 @@ impl K8s {
     pub fn banner(&self) -> String {
         format!("context `{}`, namespace `{}`", self.context, self.namespace)
     }
+
+    /// The same client acting in another namespace.
+    pub fn in_namespace(&self, ns: &str) -> K8s {
+        K8s {
+            namespace: ns.to_string(),
+            ..self.clone()
+        }
+    }
+}
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Kubeconfig,
+    InCluster,
+}
+
+/// An explicit kubeconfig (`--kubeconfig`, `--context`, `KUBECONFIG`) wins; otherwise
+/// inside a pod the service account is used (as the reference does), falling back to
+/// `~/.kube/config` when it is not usable.
+fn choose_source(opts: &ConnectOptions, kubeconfig_env: bool, in_pod: bool) -> Source {
+    let explicit = opts.kubeconfig.is_some() || opts.context.is_some() || kubeconfig_env;
+    if in_pod && !explicit {
+        Source::InCluster
+    } else {
+        Source::Kubeconfig
+    }
 }
 
 fn kubeconfig_error(e: kube::config::KubeconfigError) -> Diag {
     Diag::api("nrl::k8s::kubeconfig", format!("kubeconfig problem: {e}")).help(
         "check `--context` names a context in your kubeconfig (`kubectl config get-contexts`)",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uses_incluster_when_available() {
+        // ref-orchestration §10.5 #1: in a pod, with nothing explicit, the service account.
+        assert_eq!(
+            choose_source(&ConnectOptions::default(), false, true),
+            Source::InCluster
+        );
+    }
+
+    #[test]
+    fn falls_back_to_kubeconfig() {
+        // ref-orchestration §10.5 #2: outside a pod (and, at connect time, when the
+        // in-cluster configuration is unusable) the kubeconfig is read.
+        assert_eq!(
+            choose_source(&ConnectOptions::default(), false, false),
+            Source::Kubeconfig
+        );
+        // Explicit choices win over the service account.
+        let ctx = ConnectOptions {
+            context: Some("prod".into()),
+            ..ConnectOptions::default()
+        };
+        assert_eq!(choose_source(&ctx, false, true), Source::Kubeconfig);
+        assert_eq!(
+            choose_source(&ConnectOptions::default(), true, true),
+            Source::Kubeconfig
+        );
+    }
 }

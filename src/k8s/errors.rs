@@ -1,20 +1,39 @@
 //! kube errors -> diagnostics that say what was attempted, where, and what to do.
 
+use std::time::Duration;
+
 use crate::diag::Diag;
 
-/// What a failed call was doing, for the message.
-#[derive(Debug, Clone)]
+/// What a failed call was doing, for the message. `verb` and `resource` are the RBAC verb
+/// and resource the API server checks (`patch` + `rayclusters` for a server-side apply,
+/// `get` + `pods/log` for a log stream), so a 403 names exactly what to ask an admin for.
+#[derive(Debug, Clone, Copy)]
 pub struct Action<'a> {
-    /// `get`, `list`, `apply`, `delete`, `watch`, `logs`, `exec`, `portforward`.
+    /// `get`, `list`, `watch`, `create`, `patch`, `delete`.
     pub verb: &'a str,
-    /// Plural resource (`rayclusters`).
+    /// Plural resource, with a subresource when there is one (`pods/exec`).
     pub resource: &'a str,
     pub name: Option<&'a str>,
     pub namespace: Option<&'a str>,
 }
 
-impl Action<'_> {
-    fn target(&self) -> String {
+impl<'a> Action<'a> {
+    pub fn new(verb: &'a str, resource: &'a str, namespace: &'a str) -> Action<'a> {
+        Action {
+            verb,
+            resource,
+            name: None,
+            namespace: Some(namespace),
+        }
+    }
+
+    pub fn named(mut self, name: &'a str) -> Action<'a> {
+        self.name = Some(name);
+        self
+    }
+
+    /// `rayclusters/rc in namespace `ns``.
+    pub fn target(&self) -> String {
         let mut s = self.resource.to_string();
         if let Some(n) = self.name {
             s.push('/');
@@ -52,6 +71,34 @@ pub fn is_conflict(e: &kube::Error) -> bool {
     status_code(e) == Some(409)
 }
 
+/// The diagnostic for a call that got no answer within its deadline.
+pub fn timeout_diag(a: &Action, limit: Duration) -> Diag {
+    Diag::api(
+        "nrl::k8s::timeout",
+        format!(
+            "the Kubernetes API did not answer within {} while trying to {} {}",
+            human(limit),
+            a.verb,
+            a.target()
+        ),
+    )
+    .help("the API server may be overloaded or unreachable; check the context (`--context`) and retry, or raise --request-timeout")
+}
+
+/// `30s`, `2m`, `1m30s`, `500ms`.
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let s = d.as_secs();
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
 /// Convert a kube error into a diagnostic (exit code 3).
 pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
     let target = a.target();
@@ -68,7 +115,7 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                     format!("forbidden: cannot {} {target}: {msg}", a.verb),
                 )
                 .help(format!(
-                    "ask a cluster admin for `{}` on `{}`{} (see `nrl doctor` for a least-privilege Role)",
+                    "ask a cluster admin to allow verb `{}` on resource `{}`{} for your user or service account",
                     a.verb,
                     a.resource,
                     a.namespace.map(|n| format!(" in namespace `{n}`")).unwrap_or_default()
@@ -78,7 +125,7 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                     format!("credentials rejected while trying to {} {target}", a.verb),
                 )
                 .help("refresh your credentials (e.g. `aws sso login`) or check the kubeconfig user"),
-                404 => Diag::api("nrl::k8s::not_found", format!("{target} not found"))
+                404 => Diag::api("nrl::k8s::not_found", format!("{target} not found: {msg}"))
                     .help("check the name and namespace (`-n`), or whether the CRD is installed"),
                 409 => Diag::api(
                     "nrl::k8s::conflict",
@@ -90,6 +137,11 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                     format!("the API server rejected {target}: {msg}"),
                 )
                 .help("the object is invalid for this cluster; `nrl check` validates offline"),
+                429 => Diag::api(
+                    "nrl::k8s::throttled",
+                    format!("the API server kept throttling requests to {} {target}", a.verb),
+                )
+                .help("the control plane is busy; retry in a minute"),
                 code if code >= 500 => Diag::api(
                     "nrl::k8s::server",
                     format!("API server error {code} while trying to {} {target}: {msg}", a.verb),
@@ -111,5 +163,29 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
         .help(
             "check the kube context (`--context`), VPN or credentials, and that the cluster is up",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_secs(30)), "30s");
+        assert_eq!(human(Duration::from_secs(120)), "2m");
+        assert_eq!(human(Duration::from_secs(90)), "1m30s");
+    }
+
+    #[test]
+    fn targets_name_resource_and_namespace() {
+        let a = Action::new("patch", "rayclusters", "team").named("rc");
+        assert_eq!(a.target(), "rayclusters/rc in namespace `team`");
+        let d = timeout_diag(&a, Duration::from_secs(2));
+        assert!(
+            d.message
+                .contains("within 2s while trying to patch rayclusters/rc")
+        );
     }
 }

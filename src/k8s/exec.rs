@@ -1,11 +1,15 @@
-//! Exec in a pod over the API's `pods/exec` subresource: run a command, feed stdin,
-//! collect stdout/stderr and the exit code from the status channel.
+//! Exec in a pod over the API's `pods/exec` subresource (no kubectl): run a command, feed
+//! stdin, collect stdout/stderr and the exit code from the status channel; or attach it
+//! to caller-supplied streams ([`K8s::exec_attached`]) or to this process's terminal
+//! ([`K8s::exec_interactive`], in `terminal.rs`).
 
+use futures::SinkExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, AttachParams};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use kube::api::{Api, AttachParams, AttachedProcess, TerminalSize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::client::K8s;
+use super::errors::{Action, timeout_diag, to_diag};
 use crate::diag::{Diag, Result};
 
 /// Output of a finished exec.
@@ -20,10 +24,26 @@ impl ExecOutput {
     pub fn stdout_str(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+}
+
+/// The local side of an attached exec ([`K8s::exec_attached`]).
+pub struct AttachedIo {
+    /// Copied to the command's stdin; its EOF closes the command's stdin.
+    pub stdin: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    /// Receives the command's stdout (with a tty: the terminal's whole output).
+    pub stdout: Box<dyn AsyncWrite + Send + Unpin>,
+    /// Receives the command's stderr; unused with a tty (the terminal merges it).
+    pub stderr: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    /// Terminal sizes `(columns, rows)`, the first sent at once; only used with a tty.
+    pub resize: Option<tokio::sync::mpsc::Receiver<(u16, u16)>>,
 }
 
 impl K8s {
-    /// Run `cmd` in `pod` (container optional), optionally writing `stdin`, and wait.
+    /// Run `cmd` in `pod` (container optional), optionally writing `stdin`, and wait for
+    /// it to finish. A non-zero exit is not an error: see `exit_code`.
     pub async fn exec(
         &self,
         ns: &str,
@@ -32,18 +52,11 @@ impl K8s {
         cmd: &[&str],
         stdin: Option<&[u8]>,
     ) -> Result<ExecOutput> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        let mut ap = AttachParams::default()
+        let ap = AttachParams::default()
             .stdin(stdin.is_some())
             .stdout(true)
             .stderr(true);
-        if let Some(c) = container {
-            ap = ap.container(c);
-        }
-        let mut proc = api
-            .exec(pod, cmd.iter().copied(), &ap)
-            .await
-            .map_err(|e| exec_error(pod, cmd, e))?;
+        let mut proc = self.open_exec(ns, pod, container, cmd, ap).await?;
         if let (Some(data), Some(mut w)) = (stdin, proc.stdin()) {
             w.write_all(data)
                 .await
@@ -54,12 +67,12 @@ impl K8s {
         let mut so = proc.stdout();
         let mut se = proc.stderr();
         let status = proc.take_status();
+        let mut err_buf = Vec::new();
         let read_out = async {
             if let Some(s) = so.as_mut() {
                 let _ = s.read_to_end(&mut out.stdout).await;
             }
         };
-        let mut err_buf = Vec::new();
         let read_err = async {
             if let Some(s) = se.as_mut() {
                 let _ = s.read_to_end(&mut err_buf).await;
@@ -67,25 +80,134 @@ impl K8s {
         };
         tokio::join!(read_out, read_err);
         out.stderr = err_buf;
-        let status = match status {
-            Some(f) => f.await,
-            None => None,
-        };
-        out.exit_code = exit_code_of(status.as_ref());
-        let _ = proc.join().await;
+        out.exit_code = finish(proc, status, pod, cmd).await?;
         Ok(out)
+    }
+
+    /// Run `cmd` in `pod` wired to the given streams until it exits; returns its exit
+    /// code. With `tty` the pod allocates a terminal (stdout and stderr merged) and
+    /// `io.resize` drives its size.
+    pub async fn exec_attached(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: Option<&str>,
+        cmd: &[&str],
+        tty: bool,
+        io: AttachedIo,
+    ) -> Result<i32> {
+        let AttachedIo {
+            stdin,
+            mut stdout,
+            stderr,
+            resize,
+        } = io;
+        let ap = AttachParams::default()
+            .stdin(stdin.is_some())
+            .stdout(true)
+            .stderr(!tty)
+            .tty(tty);
+        let mut proc = self.open_exec(ns, pod, container, cmd, ap).await?;
+        let status = proc.take_status();
+        let mut tasks = tokio::task::JoinSet::new();
+        if let (Some(mut local), Some(mut remote)) = (stdin, proc.stdin()) {
+            tasks.spawn(async move {
+                let _ = tokio::io::copy(&mut local, &mut remote).await;
+                let _ = remote.shutdown().await;
+            });
+        }
+        if let (Some(mut sizes), Some(mut tx)) = (resize, proc.terminal_size()) {
+            tasks.spawn(async move {
+                while let Some((width, height)) = sizes.recv().await {
+                    if tx.send(TerminalSize { width, height }).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let mut remote_out = proc.stdout();
+        let mut remote_err = proc.stderr();
+        let copy_out = async {
+            if let Some(r) = remote_out.as_mut() {
+                let _ = tokio::io::copy(r, &mut stdout).await;
+                let _ = stdout.flush().await;
+            }
+        };
+        let copy_err = async {
+            if let (Some(r), Some(mut w)) = (remote_err.as_mut(), stderr) {
+                let _ = tokio::io::copy(r, &mut w).await;
+                let _ = w.flush().await;
+            }
+        };
+        tokio::join!(copy_out, copy_err);
+        // The command has exited; an interactive stdin reader may still be waiting.
+        tasks.abort_all();
+        finish(proc, status, pod, cmd).await
+    }
+
+    async fn open_exec(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: Option<&str>,
+        cmd: &[&str],
+        mut ap: AttachParams,
+    ) -> Result<AttachedProcess> {
+        if let Some(c) = container {
+            ap = ap.container(c);
+        }
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let action = Action::new("create", "pods/exec", ns).named(pod);
+        // Not retried: the command may have started.
+        match tokio::time::timeout(
+            self.request_timeout,
+            api.exec(pod, cmd.iter().copied(), &ap),
+        )
+        .await
+        {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(e @ kube::Error::Api(_))) => Err(to_diag(e, &action)),
+            Ok(Err(e)) => Err(Diag::api(
+                "nrl::k8s::exec",
+                format!("exec `{}` in pod {pod} failed: {e}", cmd.join(" ")),
+            )
+            .help("check the pod is Running and you may `create pods/exec` in its namespace")),
+            Err(_) => Err(timeout_diag(&action, self.request_timeout)),
+        }
     }
 }
 
-fn exec_error(pod: &str, cmd: &[&str], e: kube::Error) -> Diag {
-    Diag::api(
-        "nrl::k8s::exec",
-        format!("exec `{}` in pod {pod} failed: {e}", cmd.join(" ")),
-    )
-    .help("check the pod is Running and you may `create pods/exec` in its namespace")
+/// Wait for the status channel and the connection; the exit code.
+async fn finish(
+    proc: AttachedProcess,
+    status: Option<
+        impl std::future::Future<
+            Output = Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>,
+        >,
+    >,
+    pod: &str,
+    cmd: &[&str],
+) -> Result<i32> {
+    let status = match status {
+        Some(f) => f.await,
+        None => None,
+    };
+    let _ = proc.join().await;
+    match status {
+        Some(s) => Ok(exit_code_of(Some(&s))),
+        None => Err(Diag::api(
+            "nrl::k8s::exec",
+            format!(
+                "lost the connection to pod {pod} before `{}` reported its exit status",
+                cmd.join(" ")
+            ),
+        )
+        .help("the pod may have restarted or the API server closed the stream; run it again")),
+    }
 }
 
-/// Exit code from the exec status: Success → 0, NonZeroExitCode → its `ExitCode` cause.
+/// Exit code from the exec status: Success → 0, NonZeroExitCode → its `ExitCode` cause;
+/// other failures (command not found) → 127 when the message says so, else 1.
 pub fn exit_code_of(
     status: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>,
 ) -> i32 {
@@ -95,7 +217,8 @@ pub fn exit_code_of(
     if s.status.as_deref() == Some("Success") {
         return 0;
     }
-    s.details
+    let from_cause = s
+        .details
         .as_ref()
         .and_then(|d| d.causes.as_ref())
         .and_then(|cs| {
@@ -103,6 +226,51 @@ pub fn exit_code_of(
                 .find(|c| c.reason.as_deref() == Some("ExitCode"))
                 .and_then(|c| c.message.as_deref())
                 .and_then(|m| m.trim().parse().ok())
-        })
-        .unwrap_or(1)
+        });
+    match from_cause {
+        Some(code) => code,
+        None if s
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("not found") || m.contains("no such file")) =>
+        {
+            127
+        }
+        None => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
+
+    #[test]
+    fn exit_codes_from_status() {
+        assert_eq!(exit_code_of(None), -1);
+        let ok = Status {
+            status: Some("Success".into()),
+            ..Default::default()
+        };
+        assert_eq!(exit_code_of(Some(&ok)), 0);
+        let three = Status {
+            status: Some("Failure".into()),
+            details: Some(StatusDetails {
+                causes: Some(vec![StatusCause {
+                    reason: Some("ExitCode".into()),
+                    message: Some("3".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(exit_code_of(Some(&three)), 3);
+        let missing = Status {
+            status: Some("Failure".into()),
+            message: Some("exec: \"nope\": executable file not found in $PATH".into()),
+            ..Default::default()
+        };
+        assert_eq!(exit_code_of(Some(&missing)), 127);
+    }
 }

@@ -2,6 +2,7 @@
 //! dropped stream is reopened from the last timestamp seen (lines at that instant are
 //! de-duplicated), until the pod has terminated.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -10,20 +11,64 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 
 use super::client::K8s;
-use super::errors::{Action, to_diag};
-use crate::diag::Result;
+use serde_json::Value as Json;
+
+use super::errors::Action;
+use crate::diag::{Diag, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct LogOptions {
+    /// Container; default: the pod's `kubectl.kubernetes.io/default-container`
+    /// annotation, else its first container.
     pub container: Option<String>,
+    /// Keep streaming (reconnecting when the stream drops) until the pod terminates.
     pub follow: bool,
     /// Only the last N lines (first connection only).
     pub tail: Option<i64>,
 }
 
+/// Lines already delivered at the newest timestamp, so a reconnect that replays that
+/// instant (the API's `sinceTime` has one-second precision) prints nothing twice.
+#[derive(Default)]
+struct Seen {
+    last_ts: Option<jiff::Timestamp>,
+    at_last_ts: Vec<u64>,
+}
+
+impl Seen {
+    /// Whether a line is new; records it.
+    fn admit(&mut self, ts: Option<jiff::Timestamp>, body: &str) -> bool {
+        let Some(ts) = ts else {
+            return true;
+        };
+        let h = {
+            let mut h = DefaultHasher::new();
+            body.hash(&mut h);
+            h.finish()
+        };
+        match self.last_ts {
+            Some(prev) if ts < prev => false,
+            Some(prev) if ts == prev => {
+                if self.at_last_ts.contains(&h) {
+                    return false;
+                }
+                self.at_last_ts.push(h);
+                true
+            }
+            _ => {
+                self.last_ts = Some(ts);
+                self.at_last_ts.clear();
+                self.at_last_ts.push(h);
+                true
+            }
+        }
+    }
+}
+
 impl K8s {
-    /// Stream a pod's log, one line (without the newline) per `sink` call. `sink` returns
-    /// `Break` to stop early.
+    /// Stream a pod's log, one line (without the newline) per `sink` call; `sink` returns
+    /// `Break` to stop early. When following, a dropped stream is reopened from the last
+    /// timestamp seen, with backoff, until the pod has terminated or is gone.
     pub async fn stream_pod_logs(
         &self,
         ns: &str,
@@ -32,75 +77,58 @@ impl K8s {
         mut sink: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<()> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        let mut last_ts: Option<jiff::Timestamp> = None;
-        let mut at_last_ts: Vec<String> = Vec::new();
+        let container = match &opts.container {
+            Some(c) => Some(c.clone()),
+            None => self.default_container(ns, pod).await?,
+        };
+        let action = Action::new("get", "pods/log", ns).named(pod);
+        let mut seen = Seen::default();
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
         let mut line = String::new();
         loop {
             let lp = LogParams {
-                container: opts.container.clone(),
+                container: container.clone(),
                 follow: opts.follow,
                 timestamps: true,
                 tail_lines: if first { opts.tail } else { None },
-                since_time: last_ts,
+                since_time: seen.last_ts,
                 ..LogParams::default()
             };
-            first = false;
-            let reader = api.log_stream(pod, &lp).await.map_err(|e| {
-                to_diag(
-                    e,
-                    &Action {
-                        verb: "get logs of",
-                        resource: "pods",
-                        name: Some(pod),
-                        namespace: Some(ns),
-                    },
-                )
-            });
-            let mut reader = match reader {
+            let opened = self.call(action, || api.log_stream(pod, &lp)).await;
+            let mut reader = match opened {
                 Ok(r) => Box::pin(r),
-                Err(d) if last_ts.is_none() => return Err(d),
-                Err(_) => {
-                    // Reconnect after a pause; the pod may be restarting.
+                Err(d) if first => return Err(d),
+                Err(d) => {
+                    // The pod may be restarting; try again while it lives.
+                    tracing::debug!(error = %d.message, "log stream did not reopen");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(10));
-                    if !self.pod_running(ns, pod).await {
+                    if !self.pod_alive(ns, pod).await {
                         return Ok(());
                     }
                     continue;
                 }
             };
+            first = false;
             loop {
                 line.clear();
                 match reader.read_line(&mut line).await {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) => break,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "log stream dropped");
+                        break;
+                    }
                     Ok(_) => {}
                 }
                 backoff = Duration::from_millis(250);
                 let text = line.trim_end_matches(['\n', '\r']);
                 let (ts, body) = split_timestamp(text);
-                if let Some(ts) = ts {
-                    match last_ts {
-                        Some(prev) if ts < prev => continue,
-                        Some(prev) if ts == prev => {
-                            if at_last_ts.iter().any(|l| l == body) {
-                                continue;
-                            }
-                            at_last_ts.push(body.to_string());
-                        }
-                        _ => {
-                            last_ts = Some(ts);
-                            at_last_ts.clear();
-                            at_last_ts.push(body.to_string());
-                        }
-                    }
-                }
-                if sink(body).is_break() {
+                if seen.admit(ts, body) && sink(body).is_break() {
                     return Ok(());
                 }
             }
-            if !opts.follow || !self.pod_running(ns, pod).await {
+            if !opts.follow || !self.pod_alive(ns, pod).await {
                 return Ok(());
             }
             tokio::time::sleep(backoff).await;
@@ -108,17 +136,37 @@ impl K8s {
         }
     }
 
+    /// The container `kubectl logs` would pick: the default-container annotation, else
+    /// the first container (`None` if the pod has no containers listed).
+    pub async fn default_container(&self, ns: &str, pod: &str) -> Result<Option<String>> {
+        let Some(p) = self.get(&pods_resource(), ns, pod).await? else {
+            return Err(Diag::api(
+                "nrl::k8s::not_found",
+                format!("pod {pod} not found in namespace `{ns}`"),
+            )
+            .help("list the pods with `nrl status`"));
+        };
+        let annotated = p
+            .pointer("/metadata/annotations/kubectl.kubernetes.io~1default-container")
+            .and_then(Json::as_str);
+        let first = p.pointer("/spec/containers/0/name").and_then(Json::as_str);
+        Ok(annotated.or(first).map(str::to_string))
+    }
+
     /// Whether a pod still exists and has not terminated.
-    async fn pod_running(&self, ns: &str, pod: &str) -> bool {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        match api.get_opt(pod).await {
+    async fn pod_alive(&self, ns: &str, pod: &str) -> bool {
+        match self.get(&pods_resource(), ns, pod).await {
             Ok(Some(p)) => !matches!(
-                p.status.and_then(|s| s.phase).as_deref(),
+                p.pointer("/status/phase").and_then(Json::as_str),
                 Some("Succeeded" | "Failed")
             ),
             _ => false,
         }
     }
+}
+
+fn pods_resource() -> kube::discovery::ApiResource {
+    kube::discovery::ApiResource::erase::<Pod>(&())
 }
 
 /// Split a `timestamps=true` log line into its RFC 3339 timestamp and text.
@@ -138,6 +186,21 @@ fn split_timestamp(line: &str) -> (Option<jiff::Timestamp>, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replayed_lines_are_dropped_once_each() {
+        let t1: jiff::Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+        let t2: jiff::Timestamp = "2026-11-29T20:00:01Z".parse().unwrap();
+        let mut seen = Seen::default();
+        assert!(seen.admit(Some(t1), "a"));
+        assert!(seen.admit(Some(t1), "b"));
+        assert!(seen.admit(Some(t2), "c"));
+        // A reconnect replays from t1's second: everything up to c is old.
+        assert!(!seen.admit(Some(t1), "a"));
+        assert!(!seen.admit(Some(t2), "c"));
+        assert!(seen.admit(Some(t2), "d"));
+        assert!(seen.admit(None, "untimed"));
+    }
 
     #[test]
     fn timestamps_are_split_off() {

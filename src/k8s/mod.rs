@@ -1,6 +1,8 @@
 //! Kubernetes through kube-rs: connect, server-side apply, get/list/delete, watch-based
-//! waits, pod logs, port-forward and exec. Knows nothing about recipes.
+//! waits, pod logs, port-forward, exec (collected or attached to the terminal) and access
+//! reviews. Knows nothing about recipes.
 
+pub mod access;
 pub mod client;
 pub mod errors;
 pub mod exec;
@@ -9,8 +11,13 @@ pub mod objects;
 pub mod portforward;
 pub mod resources;
 pub mod retry;
+pub mod terminal;
 pub mod wait;
 
+pub use access::{Access, Permission, Subject};
 pub use client::{ConnectOptions, K8s};
-pub use objects::{ApplyOptions, Drift, ObjectRef};
+pub use exec::{AttachedIo, ExecOutput};
+pub use logs::LogOptions;
+pub use objects::{ApplyOptions, Drift, ObjectRef, Propagation};
+pub use portforward::{PodTarget, PortForward};
 pub use wait::Verdict;

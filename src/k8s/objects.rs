@@ -8,7 +8,9 @@ use kube::discovery::ApiResource;
 use serde_json::Value as Json;
 
 use super::client::K8s;
-use super::errors::{Action, is_not_found, to_diag};
+use std::future::Future;
+
+use super::errors::{Action, is_not_found, timeout_diag, to_diag};
 use super::resources::api_resource;
 use super::retry::{Backoff, retry};
 use crate::diag::{Diag, Result};
@@ -58,12 +60,38 @@ pub struct ApplyOptions {
     pub force: bool,
 }
 
+/// How dependents of a deleted object are removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    /// The object goes at once; the garbage collector removes dependents afterwards.
+    #[default]
+    Background,
+    /// The object stays (with a deletionTimestamp) until its dependents are gone, so
+    /// "deleted" means its pods are gone too.
+    Foreground,
+}
+
 impl K8s {
     pub fn api(&self, ar: &ApiResource, ns: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), ns, ar)
     }
 
-    /// Server-side apply (idempotent, so retried on transient errors).
+    /// Run an idempotent API call with retries on transient errors, all within the
+    /// request deadline; errors become diagnostics naming `action`.
+    pub async fn call<T, F, Fut>(&self, action: Action<'_>, f: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, kube::Error>>,
+    {
+        match tokio::time::timeout(self.request_timeout, retry(Backoff::default(), f)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(to_diag(e, &action)),
+            Err(_) => Err(timeout_diag(&action, self.request_timeout)),
+        }
+    }
+
+    /// Server-side apply with field manager `nrl` (idempotent, so retried on transient
+    /// errors). The object's namespace defaults to the client's.
     pub async fn apply(&self, obj: &Json, opts: ApplyOptions) -> Result<Json> {
         let r = ObjectRef::of(obj, &self.namespace)?;
         let api = self.api(&r.resource, &r.namespace);
@@ -75,40 +103,24 @@ impl K8s {
             m.insert("namespace".into(), Json::String(r.namespace.clone()));
         }
         let patch = Patch::Apply(&body);
-        let out = retry(Backoff::default(), || api.patch(&r.name, &pp, &patch))
-            .await
-            .map_err(|e| {
-                to_diag(
-                    e,
-                    &Action {
-                        verb: "apply",
-                        resource: &r.resource.plural,
-                        name: Some(&r.name),
-                        namespace: Some(&r.namespace),
-                    },
-                )
-            })?;
-        serde_json::to_value(out).map_err(|e| Diag::api("nrl::k8s::decode", e.to_string()))
+        let action = Action::new("patch", &r.resource.plural, &r.namespace).named(&r.name);
+        let out = self
+            .call(action, || api.patch(&r.name, &pp, &patch))
+            .await?;
+        to_json(out)
     }
 
     /// Get an object; `None` if it does not exist.
     pub async fn get(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<Option<Json>> {
         let api = self.api(ar, ns);
-        match retry(Backoff::default(), || api.get_opt(name)).await {
-            Ok(o) => Ok(o.and_then(|o| serde_json::to_value(o).ok())),
-            Err(e) => Err(to_diag(
-                e,
-                &Action {
-                    verb: "get",
-                    resource: &ar.plural,
-                    name: Some(name),
-                    namespace: Some(ns),
-                },
-            )),
+        let action = Action::new("get", &ar.plural, ns).named(name);
+        match self.call(action, || api.get_opt(name)).await? {
+            Some(o) => Ok(Some(to_json(o)?)),
+            None => Ok(None),
         }
     }
 
-    /// List objects, optionally by label selector.
+    /// List objects, optionally by label selector (`a=b,c!=d`).
     pub async fn list(
         &self,
         ar: &ApiResource,
@@ -120,55 +132,57 @@ impl K8s {
         if let Some(l) = labels {
             lp = lp.labels(l);
         }
-        let list = retry(Backoff::default(), || api.list(&lp))
-            .await
-            .map_err(|e| {
-                to_diag(
-                    e,
-                    &Action {
-                        verb: "list",
-                        resource: &ar.plural,
-                        name: None,
-                        namespace: Some(ns),
-                    },
-                )
-            })?;
-        Ok(list
-            .items
-            .into_iter()
-            .filter_map(|o| serde_json::to_value(o).ok())
-            .collect())
+        let list = self
+            .call(Action::new("list", &ar.plural, ns), || api.list(&lp))
+            .await?;
+        list.items.into_iter().map(to_json).collect()
     }
 
-    /// Delete (foreground propagation so dependents go first). Returns whether it existed.
+    /// Delete with background propagation. Returns whether it existed.
     pub async fn delete(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<bool> {
+        self.delete_with(ar, ns, name, Propagation::Background)
+            .await
+    }
+
+    /// Delete with the given propagation. Returns whether it existed (404 is not an error).
+    pub async fn delete_with(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        propagation: Propagation,
+    ) -> Result<bool> {
         let api = self.api(ar, ns);
         let dp = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
+            propagation_policy: Some(match propagation {
+                Propagation::Background => PropagationPolicy::Background,
+                Propagation::Foreground => PropagationPolicy::Foreground,
+            }),
             ..DeleteParams::default()
         };
-        match retry(Backoff::default(), || api.delete(name, &dp)).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_not_found(&e) => Ok(false),
-            Err(e) => Err(to_diag(
-                e,
-                &Action {
-                    verb: "delete",
-                    resource: &ar.plural,
-                    name: Some(name),
-                    namespace: Some(ns),
-                },
-            )),
-        }
+        let action = Action::new("delete", &ar.plural, ns).named(name);
+        self.call(action, || async {
+            match api.delete(name, &dp).await {
+                Ok(_) => Ok(true),
+                Err(e) if is_not_found(&e) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+        .await
     }
 
     /// Compare a manifest with the live object through a server-side dry-run apply:
     /// only changes to what nrl would write count, never server-filled defaults.
     pub async fn drift(&self, obj: &Json) -> Result<Drift> {
         let r = ObjectRef::of(obj, &self.namespace)?;
-        let Some(live) = self.get(&r.resource, &r.namespace, &r.name).await? else {
-            return Ok(Drift::Missing);
-        };
+        match self.get(&r.resource, &r.namespace, &r.name).await? {
+            None => Ok(Drift::Missing),
+            Some(live) => self.drift_from(&live, obj).await,
+        }
+    }
+
+    /// [`K8s::drift`] against a live object already in hand (saves a GET).
+    pub async fn drift_from(&self, live: &Json, obj: &Json) -> Result<Drift> {
         let dry = self
             .apply(
                 obj,
@@ -179,13 +193,22 @@ impl K8s {
             )
             .await?;
         let mut changes = Vec::new();
-        diff_paths("", &comparable(&live), &comparable(&dry), &mut changes);
+        diff_paths("", &comparable(live), &comparable(&dry), &mut changes);
         if changes.is_empty() {
             Ok(Drift::None)
         } else {
             Ok(Drift::Changed(changes))
         }
     }
+}
+
+fn to_json(o: impl serde::Serialize) -> Result<Json> {
+    serde_json::to_value(o).map_err(|e| {
+        Diag::api(
+            "nrl::k8s::decode",
+            format!("cannot decode an API object: {e}"),
+        )
+    })
 }
 
 /// Result of [`K8s::drift`].

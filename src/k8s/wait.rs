@@ -14,7 +14,8 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value as Json;
 
 use super::client::K8s;
-use super::errors::{Action, to_diag};
+use super::errors::{Action, human, to_diag};
+use super::objects::Propagation;
 use crate::diag::{Diag, Result};
 
 /// What a check decides after seeing the object's current state.
@@ -26,9 +27,10 @@ pub enum Verdict<T> {
 }
 
 impl K8s {
-    /// Watch `name` until `check` returns `Done`/`Fail` or `timeout` passes. `check` sees
-    /// `None` while the object does not exist. `on_change` is called with every new state
-    /// (for progress lines).
+    /// Watch `name` until `check` returns `Done`/`Fail` or `timeout` passes. `check` is
+    /// called with every state the object goes through (`None` while it does not exist),
+    /// so it can also report progress. `what` completes "waiting for <Kind> <name> to be …"
+    /// in the timeout message.
     pub async fn wait_for<T>(
         &self,
         ar: &ApiResource,
@@ -42,26 +44,25 @@ impl K8s {
         let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut stream = Box::pin(watcher::watcher(api, cfg).default_backoff());
         let mut seen_in_init = false;
+        // Whether the API has answered at all, and the last state seen.
+        let mut answered = false;
         let mut last: Option<Json> = None;
+        let mut last_error: Option<String> = None;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let next = tokio::time::timeout_at(deadline, stream.next()).await;
             let ev = match next {
                 Err(_) => {
-                    let state = last
-                        .as_ref()
-                        .and_then(|o| o.get("status"))
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "no status yet".into());
-                    return Err(Diag::api(
-                        "nrl::k8s::timeout",
-                        format!(
-                            "timed out after {}s waiting for {} {name} to be {what} (last status: {state})",
-                            timeout.as_secs(),
-                            ar.kind
-                        ),
-                    )
-                    .help("raise --timeout, or inspect the object with `nrl status`"));
+                    return Err(wait_timeout(
+                        ar,
+                        ns,
+                        name,
+                        timeout,
+                        what,
+                        answered,
+                        last.as_ref(),
+                        last_error,
+                    ));
                 }
                 Ok(None) => {
                     return Err(Diag::api(
@@ -72,6 +73,7 @@ impl K8s {
                 Ok(Some(ev)) => ev,
             };
             let state: Option<Option<Json>> = match ev {
+                // Emitted before the list request is sent, so not yet an answer.
                 Ok(Event::Init) => {
                     seen_in_init = false;
                     None
@@ -81,30 +83,38 @@ impl K8s {
                     Some(serde_json::to_value(o).ok())
                 }
                 Ok(Event::InitDone) if !seen_in_init => Some(None),
-                Ok(Event::InitDone) => None,
+                Ok(Event::InitDone) => {
+                    answered = true;
+                    None
+                }
                 Ok(Event::Apply(o)) => Some(serde_json::to_value(o).ok()),
                 Ok(Event::Delete(_)) => Some(None),
                 Err(e) => {
-                    if let watcher::Error::InitialListFailed(ke)
-                    | watcher::Error::WatchStartFailed(ke)
-                    | watcher::Error::WatchFailed(ke) = e
-                        && matches!(super::errors::status_code(&ke), Some(401 | 403))
-                    {
-                        return Err(to_diag(
-                            ke,
-                            &Action {
-                                verb: "watch",
-                                resource: &ar.plural,
-                                name: Some(name),
-                                namespace: Some(ns),
-                            },
-                        ));
+                    let (verb, ke) = match e {
+                        watcher::Error::InitialListFailed(ke) => ("list", Some(ke)),
+                        watcher::Error::WatchStartFailed(ke) | watcher::Error::WatchFailed(ke) => {
+                            ("watch", Some(ke))
+                        }
+                        other => {
+                            last_error = Some(other.to_string());
+                            ("watch", None)
+                        }
+                    };
+                    if let Some(ke) = ke {
+                        if matches!(super::errors::status_code(&ke), Some(401 | 403)) {
+                            let action = Action::new(verb, &ar.plural, ns);
+                            return Err(to_diag(ke, &action));
+                        }
+                        last_error = Some(ke.to_string());
                     }
-                    // Anything else is transient; the watcher backs off and resumes.
+                    // Anything else is transient: the watcher backs off, resumes from
+                    // the last resourceVersion, and relists after 410 Gone.
+                    tracing::debug!(error = ?last_error, "watch interrupted; resuming");
                     None
                 }
             };
             if let Some(obj) = state {
+                answered = true;
                 last = obj.clone();
                 match check(obj.as_ref()) {
                     Verdict::Pending => {}
@@ -130,7 +140,8 @@ impl K8s {
         .await
     }
 
-    /// Delete and wait until gone.
+    /// Delete with foreground propagation and wait until the object is gone, which then
+    /// means its dependents (pods) are gone too. Returns whether it existed.
     pub async fn delete_and_wait(
         &self,
         ar: &ApiResource,
@@ -138,12 +149,52 @@ impl K8s {
         name: &str,
         timeout: Duration,
     ) -> Result<bool> {
-        let existed = self.delete(ar, ns, name).await?;
+        let existed = self
+            .delete_with(ar, ns, name, Propagation::Foreground)
+            .await?;
         if existed {
             self.wait_deleted(ar, ns, name, timeout).await?;
         }
         Ok(existed)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn wait_timeout(
+    ar: &ApiResource,
+    ns: &str,
+    name: &str,
+    timeout: Duration,
+    what: &str,
+    answered: bool,
+    last: Option<&Json>,
+    last_error: Option<String>,
+) -> Diag {
+    let head = format!(
+        "timed out after {} waiting for {} {name} in namespace `{ns}` to be {what}",
+        human(timeout),
+        ar.kind
+    );
+    if !answered {
+        let mut d = Diag::api(
+            "nrl::k8s::timeout",
+            format!("{head}: the Kubernetes API never answered the watch"),
+        )
+        .help("the API server may be overloaded or unreachable; check the context (`--context`) and retry");
+        if let Some(e) = last_error {
+            d = d.note(format!("last error: {e}"));
+        }
+        return d;
+    }
+    let state = match last {
+        None => "it does not exist".to_string(),
+        Some(o) => match o.get("status") {
+            Some(s) => format!("last status: {s}"),
+            None => "it has no status yet".to_string(),
+        },
+    };
+    Diag::api("nrl::k8s::timeout", format!("{head} ({state})"))
+        .help("raise --timeout, or inspect it with `nrl status`")
 }
 
 /// Read a string at a JSON pointer.
@@ -158,6 +209,17 @@ pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
     };
     match str_at(o, "/status/state") {
         Some("ready") => Verdict::Done(o.clone()),
+        // Suspended clusters have no pods and will not become ready by themselves.
+        Some("suspended") => Verdict::Fail(
+            Diag::api(
+                "nrl::k8s::raycluster_suspended",
+                format!(
+                    "RayCluster {} is suspended",
+                    str_at(o, "/metadata/name").unwrap_or("?")
+                ),
+            )
+            .help("set `spec.suspend: false` on it (or delete it) and run again"),
+        ),
         Some("failed") => Verdict::Fail(
             Diag::api(
                 "nrl::k8s::raycluster_failed",
@@ -198,6 +260,52 @@ pub fn rayjob_terminal_state(s: &str) -> bool {
     matches!(s, "Complete" | "Failed" | "ValidationFailed" | "Suspended")
 }
 
+/// RayJob: done once `status.jobDeploymentStatus` is terminal (`Complete`, `Failed`,
+/// `ValidationFailed`, `Suspended`); the caller maps the outcome (and `jobStatus`) to an
+/// exit code.
+pub fn rayjob_terminal(o: Option<&Json>) -> Verdict<Json> {
+    match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
+        Some(s) if rayjob_terminal_state(s) => Verdict::Done(o.cloned().unwrap_or_default()),
+        _ => Verdict::Pending,
+    }
+}
+
+/// Pod: done when Running; a pod that terminated (Succeeded/Failed) fails the wait with
+/// its container's reason and exit code.
+pub fn pod_running(o: Option<&Json>) -> Verdict<Json> {
+    let Some(o) = o else {
+        return Verdict::Pending;
+    };
+    match str_at(o, "/status/phase") {
+        Some("Running") => Verdict::Done(o.clone()),
+        Some(phase @ ("Succeeded" | "Failed")) => {
+            let term = o.pointer("/status/containerStatuses/0/state/terminated");
+            let detail = term
+                .map(|t| {
+                    format!(
+                        " ({}, exit code {})",
+                        t.get("reason")
+                            .and_then(Json::as_str)
+                            .unwrap_or("terminated"),
+                        t.get("exitCode").and_then(Json::as_i64).unwrap_or(-1)
+                    )
+                })
+                .unwrap_or_default();
+            Verdict::Fail(
+                Diag::api(
+                    "nrl::k8s::pod_terminated",
+                    format!(
+                        "pod {} is {phase}{detail}, not Running",
+                        str_at(o, "/metadata/name").unwrap_or("?")
+                    ),
+                )
+                .help("look at its log (`nrl logs`) or events; delete it to start again"),
+            )
+        }
+        _ => Verdict::Pending,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +320,45 @@ mod tests {
             json!({"metadata": {"name": "rc"}, "status": {"state": "failed", "reason": "boom"}});
         match raycluster_ready(Some(&failed)) {
             Verdict::Fail(d) => assert!(d.message.contains("boom")),
+            _ => panic!("expected failure"),
+        }
+    }
+
+    #[test]
+    fn suspended_clusters_fail_the_wait() {
+        let o = json!({"metadata": {"name": "rc"}, "status": {"state": "suspended"}});
+        match raycluster_ready(Some(&o)) {
+            Verdict::Fail(d) => assert_eq!(d.message, "RayCluster rc is suspended"),
+            _ => panic!("expected failure"),
+        }
+    }
+
+    #[test]
+    fn rayjob_and_pod_verdicts() {
+        for s in ["Complete", "Failed", "ValidationFailed", "Suspended"] {
+            let o = json!({"status": {"jobDeploymentStatus": s}});
+            assert!(matches!(rayjob_terminal(Some(&o)), Verdict::Done(_)), "{s}");
+        }
+        let running = json!({"status": {"jobDeploymentStatus": "Running"}});
+        assert!(matches!(rayjob_terminal(Some(&running)), Verdict::Pending));
+        assert!(matches!(rayjob_terminal(None), Verdict::Pending));
+        let pod = |phase: &str| {
+            json!({"metadata": {"name": "p"}, "status": {"phase": phase,
+            "containerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 2}}}]}})
+        };
+        assert!(matches!(
+            pod_running(Some(&pod("Pending"))),
+            Verdict::Pending
+        ));
+        assert!(matches!(
+            pod_running(Some(&pod("Running"))),
+            Verdict::Done(_)
+        ));
+        match pod_running(Some(&pod("Failed"))) {
+            Verdict::Fail(d) => assert_eq!(
+                d.message,
+                "pod p is Failed (Error, exit code 2), not Running"
+            ),
             _ => panic!("expected failure"),
         }
     }

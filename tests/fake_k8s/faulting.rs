@@ -199,3 +199,47 @@ async fn denied_verbs_get_403_and_access_reviews_agree() {
     fake.allow_all();
     assert!(secrets.list(&ListParams::default()).await.is_ok());
 }
+
+#[tokio::test]
+async fn impersonation_is_authorized_and_then_acts_as_the_impersonated_user() {
+    let (fake, _client) = setup().await;
+    let sa = "system:serviceaccount:default:builder";
+    fake.deny_as(sa, "list", "secrets", "default");
+    let url = format!("{}/api/v1/namespaces/default/secrets", fake.url());
+    let get = |who: Option<&str>| {
+        let mut r = http().get(&url).bearer_auth(TOKEN);
+        if let Some(u) = who {
+            r = r.header("Impersonate-User", u);
+        }
+        r.send()
+    };
+    assert_eq!(
+        get(None).await.unwrap().status().as_u16(),
+        200,
+        "the real user may"
+    );
+    let denied = get(Some(sa)).await.unwrap();
+    assert_eq!(denied.status().as_u16(), 403, "the service account may not");
+    let body: serde_json::Value = denied.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("User \"{sa}\" cannot list"))
+    );
+    let logged = fake.requests(|r| r.impersonate.as_deref() == Some(sa));
+    assert_eq!(logged.len(), 1);
+
+    // Impersonating needs `impersonate` on the service account.
+    fake.deny("impersonate", "serviceaccounts", "default");
+    let refused = get(Some(sa)).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("User \"fake-user\" cannot impersonate resource \"serviceaccounts\""),
+        "{body}"
+    );
+}

@@ -301,3 +301,36 @@ async fn port_forward_carries_bytes_both_ways() {
     let _ = pf.take_stream(9999);
     let _ = tokio::time::timeout(Duration::from_secs(2), pf.join()).await;
 }
+
+/// A client that writes or closes stdin at once races the command's exit. The fake must
+/// finish the websocket close handshake instead of dropping the socket with the client's
+/// frames unread (the kernel then resets the connection, and the client could lose the
+/// output or hang). This failed about one time in ten before the fix.
+#[tokio::test]
+async fn exec_output_survives_stdin_written_and_closed_at_once() {
+    let (fake, client) = setup().await;
+    let pods = running_pod(&fake, &client, "race", &["main"]).await;
+    for i in 0..40 {
+        let ap = AttachParams::default().stdin(true).stderr(true);
+        let mut proc = pods
+            .exec("race", ["sh", "-c", "echo out; echo err >&2"], &ap)
+            .await
+            .unwrap();
+        let mut stdin = proc.stdin().unwrap();
+        stdin.write_all(b"ignored\n").await.unwrap();
+        stdin.shutdown().await.unwrap();
+        let (mut so, mut se) = (proc.stdout().unwrap(), proc.stderr().unwrap());
+        let status = proc.take_status().unwrap();
+        let (mut out, mut err) = (String::new(), String::new());
+        let status = tokio::time::timeout(Duration::from_secs(10), async {
+            let (a, b) = tokio::join!(so.read_to_string(&mut out), se.read_to_string(&mut err));
+            a.unwrap();
+            b.unwrap();
+            status.await
+        })
+        .await
+        .unwrap_or_else(|_| panic!("exec {i} hung"));
+        assert_eq!((out.as_str(), err.as_str()), ("out\n", "err\n"), "exec {i}");
+        assert_eq!(status.and_then(|s| s.status).as_deref(), Some("Success"));
+    }
+}

@@ -1,6 +1,10 @@
 //! Authorization: everything is allowed unless a test denies a (verb, resource, namespace)
-//! tuple; denied requests get the real 403 Status, and SelfSubjectAccessReview answers
-//! consistently.
+//! tuple, for everyone or for one user; denied requests get the real 403 Status, and
+//! SelfSubjectAccessReview answers consistently.
+//!
+//! Impersonation (`Impersonate-User` header): the request is then authorized as that user,
+//! after checking that the real user may `impersonate` it (`serviceaccounts` in the
+//! account's namespace for `system:serviceaccount:NS:NAME`, else `users`).
 
 use serde_json::{Value, json};
 
@@ -15,12 +19,17 @@ pub const USER: &str = "fake-user";
 /// subresource (`pods/exec`); a plain resource also covers its subresources.
 #[derive(Debug, Clone)]
 pub struct Denial {
+    /// `None`: every user.
+    pub user: Option<String>,
     pub verb: String,
     pub resource: String,
     pub namespace: String,
 }
 
-fn covers(d: &Denial, verb: &str, resource: &str, namespace: &str) -> bool {
+fn covers(d: &Denial, user: &str, verb: &str, resource: &str, namespace: &str) -> bool {
+    if d.user.as_deref().is_some_and(|u| u != user) {
+        return false;
+    }
     let star = |w: &str, got: &str| w == "*" || w == got;
     let res_ok = d.resource == "*"
         || d.resource == resource
@@ -28,13 +37,40 @@ fn covers(d: &Denial, verb: &str, resource: &str, namespace: &str) -> bool {
     star(&d.verb, verb) && res_ok && star(&d.namespace, namespace)
 }
 
-pub fn is_denied(state: &State, verb: &str, resource: &str, namespace: &str) -> bool {
+pub fn is_denied(state: &State, user: &str, verb: &str, resource: &str, namespace: &str) -> bool {
     lock(&state.denials)
         .iter()
-        .any(|d| covers(d, verb, resource, namespace))
+        .any(|d| covers(d, user, verb, resource, namespace))
+}
+
+/// Who a request acts as, put into the request's extensions by the middleware.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveUser(pub String);
+
+/// The user a request acts as: the impersonated one when allowed, else a 403.
+pub fn effective_user(state: &State, impersonate: Option<&str>) -> Result<String, ApiError> {
+    let Some(target) = impersonate else {
+        return Ok(USER.to_string());
+    };
+    let (resource, ns, name) = match target.strip_prefix("system:serviceaccount:") {
+        Some(rest) => {
+            let (ns, name) = rest.split_once(':').unwrap_or(("", rest));
+            ("serviceaccounts", ns, name)
+        }
+        None => ("users", "", target),
+    };
+    if !is_denied(state, USER, "impersonate", resource, ns) {
+        return Ok(target.to_string());
+    }
+    Err(ApiError::new(
+        403,
+        "Forbidden",
+        forbidden_message(USER, "impersonate", resource, "", ns, Some(name)),
+    ))
 }
 
 fn forbidden_message(
+    user: &str,
     verb: &str,
     resource: &str,
     group: &str,
@@ -51,22 +87,22 @@ fn forbidden_message(
         format!("in the namespace \"{namespace}\"")
     };
     format!(
-        "{subject}: User \"{USER}\" cannot {verb} resource \"{resource}\" in API group \"{group}\" {scope}"
+        "{subject}: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{group}\" {scope}"
     )
 }
 
 /// The 403 for a request, if a denial covers it.
-pub fn check(state: &State, info: &RouteInfo) -> Option<ApiError> {
+pub fn check(state: &State, user: &str, info: &RouteInfo) -> Option<ApiError> {
     let resource = info.resource.as_deref()?;
     let ns = info.namespace.as_deref().unwrap_or("");
-    if !is_denied(state, &info.verb, resource, ns) {
+    if !is_denied(state, user, &info.verb, resource, ns) {
         return None;
     }
     let group = info.group.as_deref().unwrap_or("");
     let mut err = ApiError::new(
         403,
         "Forbidden",
-        forbidden_message(&info.verb, resource, group, ns, info.name.as_deref()),
+        forbidden_message(user, &info.verb, resource, group, ns, info.name.as_deref()),
     );
     let (base, _) = resource.split_once('/').unwrap_or((resource, ""));
     err.status["details"] =
@@ -74,8 +110,8 @@ pub fn check(state: &State, info: &RouteInfo) -> Option<ApiError> {
     Some(err)
 }
 
-/// POST selfsubjectaccessreviews: answer from the denial list, never stored.
-pub fn review(state: &State, mut body: Value) -> Value {
+/// POST selfsubjectaccessreviews: answer for `user` from the denial list, never stored.
+pub fn review(state: &State, user: &str, mut body: Value) -> Value {
     let attrs = body
         .pointer("/spec/resourceAttributes")
         .cloned()
@@ -93,7 +129,7 @@ pub fn review(state: &State, mut body: Value) -> Value {
     } else {
         format!("{resource}/{sub}")
     };
-    let denied = attrs.is_object() && is_denied(state, &verb, &full, &ns);
+    let denied = attrs.is_object() && is_denied(state, user, &verb, &full, &ns);
     body["apiVersion"] = json!("authorization.k8s.io/v1");
     body["kind"] = json!("SelfSubjectAccessReview");
     body["metadata"] = json!({"creationTimestamp": null});

@@ -287,6 +287,19 @@ impl FakeK8s {
     /// requests get 403 and SelfSubjectAccessReview says not allowed.
     pub fn deny(&self, verb: &str, resource: &str, namespace: &str) {
         lock(&self.state.denials).push(Denial {
+            user: None,
+            verb: verb.to_string(),
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+        });
+    }
+
+    /// `deny` for one user only, e.g. an impersonated service account
+    /// (`system:serviceaccount:default:default`). Deny `impersonate` on `serviceaccounts`
+    /// (or `users`) to refuse impersonation itself.
+    pub fn deny_as(&self, user: &str, verb: &str, resource: &str, namespace: &str) {
+        lock(&self.state.denials).push(Denial {
+            user: Some(user.to_string()),
             verb: verb.to_string(),
             resource: resource.to_string(),
             namespace: namespace.to_string(),

@@ -328,8 +328,23 @@ pub fn try_finish_locked(state: &State, store: &mut Store, uid: &str) {
     {
         return;
     }
-    if finalizers.iter().any(|f| f == "foregroundDeletion") && !dependents(store, uid).is_empty() {
-        return;
+    if finalizers.iter().any(|f| f == "foregroundDeletion") {
+        let deps = dependents(store, uid);
+        if !deps.is_empty() {
+            // A controller may create dependents after foreground deletion began (the
+            // KubeRay sim can add pods mid-reconcile); the garbage collector deletes those
+            // too, as the real one does, or the owner would wait forever.
+            for (drt, dkey) in deps {
+                let deleting = store
+                    .get(drt, &dkey)
+                    .is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some());
+                if !deleting {
+                    let delay = state.deletion_delay(drt, None);
+                    state.delete_locked(store, drt, dkey, Propagation::Background, delay, None);
+                }
+            }
+            return;
+        }
     }
     if store
         .deletion_due

@@ -370,10 +370,11 @@ impl ExecSession {
             Err(_) => 1,
         };
         // Output still in the pipes goes out; a background grandchild holding them open
-        // does not keep the exec alive.
+        // does not keep the exec alive for more than a moment. (The bound is generous: on a
+        // loaded machine a shorter one lost the tail of stderr.)
         for p in pumps {
             let abort = p.abort_handle();
-            if tokio::time::timeout(Duration::from_millis(300), p)
+            if tokio::time::timeout(Duration::from_secs(2), p)
                 .await
                 .is_err()
             {
@@ -387,7 +388,16 @@ impl ExecSession {
         let _ = out_tx.send(Message::Close(None)).await;
         drop(out_tx);
         let _ = writer.await;
-        input.abort();
+        // Finish the close handshake: read until the client's Close. Dropping the socket with
+        // client frames still unread makes the kernel reset the connection, and a reset can
+        // discard output the client has not read yet.
+        let abort = input.abort_handle();
+        if tokio::time::timeout(Duration::from_secs(2), input)
+            .await
+            .is_err()
+        {
+            abort.abort();
+        }
     }
 }
 

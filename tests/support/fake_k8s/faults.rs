@@ -31,6 +31,8 @@ pub struct RequestRecord {
     pub resource: Option<String>,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// The `Impersonate-User` header, if the request had one.
+    pub impersonate: Option<String>,
     /// HTTP status; 0 while the reply is still pending (or hangs).
     pub status: u16,
     pub at: Instant,
@@ -184,6 +186,7 @@ pub async fn middleware(
     let content_type = header_str(header::CONTENT_TYPE);
     let user_agent = header_str(header::USER_AGENT);
     let authorization = header_str(header::AUTHORIZATION);
+    let impersonate = header_str(header::HeaderName::from_static("impersonate-user"));
     let record = RequestRecord {
         method: method.clone(),
         path: path.clone(),
@@ -195,6 +198,7 @@ pub async fn middleware(
         resource: info.resource.clone(),
         namespace: info.namespace.clone(),
         name: info.name.clone(),
+        impersonate: impersonate.clone(),
         status: 0,
         at: Instant::now(),
     };
@@ -261,10 +265,19 @@ pub async fn middleware(
         _ => {}
     }
 
-    if let Some(denied) = super::access::check(&state, &info) {
+    let user = match super::access::effective_user(&state, impersonate.as_deref()) {
+        Ok(u) => u,
+        Err(denied) => {
+            set_status(denied.code);
+            return denied.into_response();
+        }
+    };
+    if let Some(denied) = super::access::check(&state, &user, &info) {
         set_status(denied.code);
         return denied.into_response();
     }
+    req.extensions_mut()
+        .insert(super::access::EffectiveUser(user));
 
     let resp = next.run(req).await;
     set_status(resp.status().as_u16());

@@ -295,9 +295,17 @@ async fn dispatch(state: Arc<State>, req: Request<Body>) -> ApiResult<Response> 
                 Method::GET => list(&state, rt, ns, &q),
                 Method::POST => {
                     let opts = write_opts(&q, &req, None)?;
+                    let user = req
+                        .extensions()
+                        .get::<super::access::EffectiveUser>()
+                        .map(|u| u.0.clone())
+                        .unwrap_or_else(|| super::access::USER.to_string());
                     let body = parse_json(&read_body(req.into_body()).await?)?;
                     if rt.create_only {
-                        return Ok(json_response(201, &super::access::review(&state, body)));
+                        return Ok(json_response(
+                            201,
+                            &super::access::review(&state, &user, body),
+                        ));
                     }
                     let ns = if rt.namespaced {
                         ns.ok_or_else(|| {

@@ -55,7 +55,7 @@
 //!   ([`JobScript`]: exit code per attempt, run time, log lines), `set_pod_fate`
 //!   ([`PodFate`]), `use_ray_dashboard` (real Ray), `forward_port`, `forward_port_by_labels`.
 //! - Faults and access: `inject` ([`FaultMatch`] + [`FaultAction`]), `fail_next`,
-//!   `clear_faults`, `deny`, `allow_all`.
+//!   `clear_faults`, `deny`, `deny_as` (one user; impersonation), `allow_all`.
 //! - Observing: `request_log` ([`RequestRecord`]), `requests(pred)`, `clear_request_log`,
 //!   `current_resource_version`, `compact_history`, `set_history_window`, `wait_until`,
 //!   `wait_until_blocking`.

@@ -1,0 +1,188 @@
+//! Faults through the binary: retried bursts, a dropped watch, a hanging API, a denied
+//! verb, and the cost of a long wait.
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::*;
+
+#[test]
+fn bursts_of_500_and_429_are_retried_and_up_succeeds() {
+    let fake = FakeK8s::start();
+    fake.fail_next(FaultMatch::verb("patch", "rayclusters"), 500, 2);
+    fake.fail_next(FaultMatch::verb("get", "rayclusters"), 429, 2);
+    fake.fail_next(FaultMatch::verb("list", "rayclusters"), 503, 1);
+    let (out, _) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training"],
+    ));
+    assert_eq!(
+        out.trim(),
+        "kuberay.training: RayCluster rc-train created, ready"
+    );
+    let rc = calls(&fake, "rayclusters");
+    let of = |verb: &str| -> Vec<u16> {
+        rc.iter()
+            .filter(|(v, _)| v == verb)
+            .map(|(_, s)| *s)
+            .collect()
+    };
+    assert_eq!(of("get"), [429, 429, 404]);
+    assert_eq!(of("patch"), [500, 500, 201]);
+    assert_eq!(of("list")[..2], [503, 200]);
+}
+
+#[test]
+fn a_watch_dropped_mid_wait_resumes_without_missing_ready() {
+    let fake = FakeK8s::start();
+    fake.set_cluster_fate("rc-train", ClusterFate::Unmanaged);
+    fake.inject(
+        FaultMatch::verb("watch", "rayclusters"),
+        FaultAction::DropWatchAfter(1),
+        Some(1),
+    );
+    let mut child = with_recipe(&fake, &["cluster", "up"], &["--role", "training"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(fake.wait_until_blocking(Duration::from_secs(30), |f| {
+        !f.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"))
+            .is_empty()
+    }));
+    // The re-watch is held back until the ready state and a compaction have happened,
+    // so it gets 410 Gone and the ready state is only visible by relisting.
+    fake.inject(
+        FaultMatch::verb("watch", "rayclusters"),
+        FaultAction::Delay(Duration::from_millis(500)),
+        Some(1),
+    );
+    fake.patch_status(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc-train",
+        json!({"state": "provisioning"}),
+    );
+    fake.patch_status(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc-train",
+        json!({"state": "ready"}),
+    );
+    fake.compact_history();
+    assert!(
+        fake.wait_until_blocking(Duration::from_secs(30), |_| matches!(
+            child.try_wait(),
+            Ok(Some(_))
+        ))
+    );
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(status.success(), "{out}");
+    assert_eq!(
+        out.trim(),
+        "kuberay.training: RayCluster rc-train created, ready"
+    );
+    let lists = fake.requests(|r| r.verb == "list" && r.resource.as_deref() == Some("rayclusters"));
+    assert!(lists.len() >= 2, "relisted after the drop: {lists:#?}");
+}
+
+#[test]
+fn a_hanging_api_hits_the_timeout_with_a_clear_error() {
+    let fake = FakeK8s::start();
+    fake.inject(
+        FaultMatch::verb("list", "rayclusters"),
+        FaultAction::Hang,
+        None,
+    );
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "training", "--timeout", "2s"],
+        ),
+        3,
+    );
+    assert!(
+        err.contains("timed out after 2s waiting for RayCluster rc-train in namespace `default` to be ready: the Kubernetes API never answered the watch"),
+        "{err}"
+    );
+    fake.inject(FaultMatch::verb("get", "rayjobs"), FaultAction::Hang, None);
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "gym", "--request-timeout", "1s"],
+        ),
+        3,
+    );
+    assert!(
+        err.contains("the Kubernetes API did not answer within 1s while trying to get rayjobs/rc-gym in namespace `default`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn forbidden_names_verb_resource_and_namespace() {
+    let fake = FakeK8s::start();
+    fake.deny("patch", "rayclusters", "default");
+    let err = fails(
+        with_recipe(&fake, &["cluster", "up"], &["--role", "training"]),
+        3,
+    );
+    assert!(
+        err.contains("forbidden: cannot patch rayclusters/rc-train in namespace `default`"),
+        "{err}"
+    );
+    assert!(err.contains("cluster up (kuberay.training)"), "{err}");
+    assert!(
+        err.contains("allow verb `patch` on resource `rayclusters` in namespace `default`"),
+        "{err}"
+    );
+    fake.allow_all();
+    fake.deny("list", "pods", "*");
+    let err = fails(with_recipe(&fake, &["status"], &[]), 3);
+    assert!(
+        err.contains("forbidden: cannot list pods in namespace `default`"),
+        "{err}"
+    );
+}
+
+/// A 30-second wait is one list and one watch, not a poll every few seconds.
+#[test]
+fn a_thirty_second_wait_costs_a_constant_number_of_requests() {
+    let fake = FakeK8s::start();
+    fake.set_cluster_fate("rc-train", ClusterFate::StuckPending);
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "training", "--timeout", "30s"],
+        ),
+        3,
+    );
+    assert!(
+        err.contains("timed out after 30s waiting for RayCluster rc-train"),
+        "{err}"
+    );
+    // The timeout says where the pods are.
+    assert!(err.contains("head rc-train-head-"), "{err}");
+    let rc: Vec<String> = calls(&fake, "rayclusters")
+        .into_iter()
+        .map(|(v, _)| v)
+        .collect();
+    // get (exists?), patch (dry-run drift is skipped: absent), patch (apply), list, watch
+    assert_eq!(rc, ["get", "patch", "list", "watch"], "{rc:?}");
+}

@@ -1,0 +1,496 @@
+//! `cluster up` -> ready -> `status` -> `logs` -> `cluster list` -> `cluster down`, and
+//! what each step sent to the API server.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+use crate::stub_ray::StubRay;
+
+fn applies(fake: &FakeK8s) -> Vec<(String, String)> {
+    fake.requests(|r| r.is_apply() && !r.is_dry_run())
+        .iter()
+        .map(|r| {
+            (
+                r.resource.clone().unwrap_or_default(),
+                r.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn up_status_logs_list_down() {
+    let fake = FakeK8s::start();
+    let ray = StubRay::start();
+    fake.use_ray_dashboard(Some(&ray.url()));
+
+    // ---- cluster up: everything, waiting ------------------------------------------------
+    let (out, err) = ok(with_recipe(&fake, &["cluster", "up"], &[]));
+    assert!(
+        err.starts_with(
+            "cluster up: context `fake`, namespace `default` (server http://127.0.0.1:"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "kuberay.generation: RayCluster rc-gen created, ready",
+            "kuberay.gym: RayCluster rc-gym created, ready; daemon gym-daemon submitted",
+            "kuberay.training: RayCluster rc-train created, ready",
+            "deployments.vllm: Deployment vllm applied, available; DNS vllm.default.svc.cluster.local",
+        ]
+    );
+    // Every write was a server-side apply with field manager nrl, in order: DRA objects
+    // before their RayCluster, roles in order, then the Deployment and its Service.
+    let writes = fake.requests(|r| {
+        matches!(r.method.as_str(), "POST" | "PUT" | "PATCH")
+            && r.resource.as_deref() != Some("selfsubjectaccessreviews")
+    });
+    assert!(
+        writes
+            .iter()
+            .all(|w| w.is_apply() && w.query_param("fieldManager").as_deref() == Some("nrl")),
+        "{writes:#?}"
+    );
+    let a = applies(&fake);
+    let first = |res: &str, name: &str| {
+        a.iter()
+            .position(|(r, n)| r == res && n == name)
+            .unwrap_or_else(|| panic!("no apply of {res}/{name}: {a:?}"))
+    };
+    assert!(
+        first("computedomains", "compute-domain-rc-gen-generation")
+            < first("rayclusters", "rc-gen")
+    );
+    assert!(
+        first("resourceclaimtemplates", "roce-rc-gen-generation") < first("rayclusters", "rc-gen")
+    );
+    assert!(first("rayclusters", "rc-gen") < first("rayclusters", "rc-gym"));
+    assert!(first("rayclusters", "rc-gym") < first("rayclusters", "rc-train"));
+    assert!(first("rayclusters", "rc-train") < first("deployments", "vllm"));
+    assert!(first("deployments", "vllm") < first("services", "vllm"));
+
+    // DRA objects are owned by their RayCluster, so Kubernetes collects them with it.
+    let rc_gen = fake
+        .get("ray.io/v1", "RayCluster", "default", "rc-gen")
+        .unwrap();
+    for (av, kind, name) in [
+        (
+            "resource.nvidia.com/v1beta1",
+            "ComputeDomain",
+            "compute-domain-rc-gen-generation",
+        ),
+        (
+            "resource.k8s.io/v1",
+            "ResourceClaimTemplate",
+            "roce-rc-gen-generation",
+        ),
+    ] {
+        let o = fake.get(av, kind, "default", name).unwrap();
+        assert_eq!(
+            o["metadata"]["ownerReferences"][0]["uid"], rc_gen["metadata"]["uid"],
+            "{kind}"
+        );
+        assert_eq!(o["metadata"]["ownerReferences"][0]["kind"], "RayCluster");
+    }
+    // The owner label nrl sets.
+    assert_eq!(rc_gen["metadata"]["labels"]["nrl-k8s/owner"], "alice");
+    // Waiting used one watch per RayCluster, not polling.
+    let rc_watches = fake.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"));
+    assert_eq!(rc_watches.len(), 3);
+    let rc_gets =
+        fake.requests(|r| r.verb == "get" && r.resource.as_deref() == Some("rayclusters"));
+    assert_eq!(rc_gets.len(), 3, "one existence check per role");
+    // The daemon went to the gym head's dashboard with its env and working_dir.
+    let submitted = ray.submitted();
+    assert_eq!(submitted.len(), 1);
+    assert_eq!(submitted[0]["submission_id"], "gym-daemon");
+    assert_eq!(
+        submitted[0]["entrypoint"],
+        "echo gym daemon up; cat daemon/serve.py"
+    );
+    assert!(
+        submitted[0]["runtime_env"]["working_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with("gcs://_ray_pkg_")
+    );
+
+    // ---- status -----------------------------------------------------------------------
+    let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[0].starts_with("ROLE"), "{table}");
+    let row = |role: &str| *lines.iter().find(|l| l.starts_with(role)).unwrap();
+    assert!(row("generation").contains("ready"), "{table}");
+    assert!(
+        row("generation").contains("2/2 ready: 2 Running"),
+        "{table}"
+    );
+    assert!(row("gym").contains("gym-daemon=RUNNING"), "{table}");
+    assert!(row("training").contains("Running"), "{table}");
+    let (json_out, _) = ok(with_recipe(&fake, &["status"], &["-o", "json"]));
+    let rows: Value = serde_json::from_str(&json_out).unwrap();
+    assert_eq!(rows[2]["role"], "training");
+    assert_eq!(rows[2]["state"], "ready");
+    assert_eq!(rows[2]["pods"]["head"]["phase"], "Running");
+    assert_eq!(rows[2]["pods"]["workers"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        rows[1]["daemon"],
+        json!({"id": "gym-daemon", "status": "RUNNING"})
+    );
+    assert_eq!(rows[0]["daemon"], Value::Null);
+
+    // ---- logs -------------------------------------------------------------------------
+    let head = fake
+        .pod_name("default", "ray.io/cluster=rc-train,ray.io/node-type=head")
+        .unwrap();
+    for l in ["ray start", "head up", "dashboard at :8265"] {
+        fake.append_pod_log("default", &head, None, l);
+    }
+    let (log, _) = ok(with_recipe(
+        &fake,
+        &["logs"],
+        &["--role", "training", "--source", "head", "--tail", "2"],
+    ));
+    assert_eq!(log, "head up\ndashboard at :8265\n");
+    let worker = fake
+        .pod_name("default", "ray.io/cluster=rc-gen,ray.io/node-type=worker")
+        .unwrap();
+    fake.append_pod_log("default", &worker, None, "worker line");
+    let (log, _) = ok(with_recipe(
+        &fake,
+        &["logs"],
+        &["--role", "generation", "--source", "worker"],
+    ));
+    assert!(log.contains("worker line"), "{log}");
+    // gym declares a daemon: auto means the daemon's job log, through the dashboard.
+    let (log, err) = ok(with_recipe(&fake, &["logs"], &["--role", "gym"]));
+    assert_eq!(log, "log of gym-daemon\nline 2\n");
+    assert!(
+        err.contains("# tailing gym-daemon via http://127.0.0.1:"),
+        "{err}"
+    );
+
+    // ---- list -------------------------------------------------------------------------
+    let (list, _) = ok({
+        let mut c = nrl(&fake);
+        c.args(["cluster", "list"]);
+        c
+    });
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 4, "{list}");
+    assert!(lines[0].starts_with("NAME") && lines[0].contains("WORKERS READY"));
+    assert!(
+        lines[1].starts_with("rc-gen")
+            && lines[1].contains("ready")
+            && lines[1].contains("alice")
+            && lines[1].ends_with("2/2"),
+        "{list}"
+    );
+
+    // ---- up again: nothing changes, nothing is resubmitted -------------------------------
+    fake.clear_request_log();
+    let (out, _) = ok(with_recipe(&fake, &["cluster", "up"], &[]));
+    assert!(out.contains("RayCluster rc-gen unchanged, ready"), "{out}");
+    assert!(out.contains("daemon gym-daemon kept"), "{out}");
+    let rc_writes = fake.requests(|r| {
+        r.is_apply() && !r.is_dry_run() && r.resource.as_deref() == Some("rayclusters")
+    });
+    assert!(
+        rc_writes.is_empty(),
+        "drift is decided by dry-run: {rc_writes:#?}"
+    );
+    assert_eq!(
+        fake.requests(|r| r.is_dry_run())
+            .iter()
+            .filter(|r| r.resource.as_deref() == Some("rayclusters"))
+            .count(),
+        3
+    );
+    assert_eq!(ray.submitted().len(), 1);
+
+    // ---- down -------------------------------------------------------------------------
+    let (out, err) = ok(with_recipe(&fake, &["cluster", "down"], &[]));
+    assert!(
+        err.starts_with("cluster down: context `fake`, namespace `default`"),
+        "{err}"
+    );
+    assert_eq!(
+        out.trim(),
+        "deleted: kuberay.generation, kuberay.gym, kuberay.training, deployments.vllm"
+    );
+    assert!(
+        fake.list("ray.io/v1", "RayCluster", Some("default"), "")
+            .is_empty()
+    );
+    assert!(
+        fake.pods("default", "ray.io/is-ray-node=yes").is_empty(),
+        "down waited for the pods"
+    );
+    assert!(fake.pods("default", "app=vllm").is_empty());
+    assert!(
+        fake.get(
+            "resource.nvidia.com/v1beta1",
+            "ComputeDomain",
+            "default",
+            "compute-domain-rc-gen-generation"
+        )
+        .is_none()
+    );
+    assert!(fake.get("v1", "Service", "default", "vllm").is_none());
+    let deletes =
+        fake.requests(|r| r.verb == "delete" && r.resource.as_deref() == Some("rayclusters"));
+    assert!(deletes.iter().all(|d| d.status == 200 || d.status == 202));
+    // Down on nothing is fine.
+    let (out, _) = ok(with_recipe(&fake, &["cluster", "down"], &[]));
+    assert_eq!(out.trim(), "nothing to delete");
+}
+
+#[test]
+fn a_changed_field_is_drift_and_up_applies_it() {
+    let fake = FakeK8s::start();
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--target", "kuberay.training"],
+    ));
+    // Someone scaled it by hand: a field nrl applies has another value.
+    fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
+        o["spec"]["workerGroupSpecs"][0]["replicas"] = json!(3);
+    });
+    let (out, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training", "--no-wait"],
+    ));
+    assert_eq!(
+        out.trim(),
+        "kuberay.training: RayCluster rc-train updated (spec.workerGroupSpecs[0].replicas)"
+    );
+    assert!(err.contains("differs from the rendered manifest"), "{err}");
+    let live = fake
+        .get("ray.io/v1", "RayCluster", "default", "rc-train")
+        .unwrap();
+    assert_eq!(
+        live["spec"]["workerGroupSpecs"][0]["rayStartParams"],
+        json!({})
+    );
+}
+
+#[test]
+fn no_wait_applies_and_returns_without_watching() {
+    let fake = FakeK8s::start();
+    let (out, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "gym", "--no-wait"],
+    ));
+    assert_eq!(out.trim(), "kuberay.gym: RayCluster rc-gym created");
+    assert!(
+        err.contains("[gym] --no-wait: daemon not submitted"),
+        "{err}"
+    );
+    assert!(fake.requests(|r| r.watch).is_empty());
+    let (out, _) = ok(with_recipe(
+        &fake,
+        &["cluster", "down"],
+        &["--role", "gym", "--no-wait"],
+    ));
+    assert_eq!(out.trim(), "deleted: kuberay.gym");
+}
+
+#[test]
+fn dry_run_prints_manifests_and_contacts_nothing() {
+    let fake = FakeK8s::start();
+    let (out, _) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &[
+            "--dry-run",
+            "--target",
+            "kuberay.training",
+            "--target",
+            "deployments.vllm",
+        ],
+    ));
+    assert!(
+        out.starts_with("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: rc-train\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n---\napiVersion: apps/v1\nkind: Deployment\n"),
+        "{out}"
+    );
+    assert!(out.contains("nrl-k8s/owner: alice"), "{out}");
+    assert!(fake.request_log().is_empty());
+}
+
+#[test]
+fn bad_input_fails_before_any_request() {
+    let fake = FakeK8s::start();
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &[
+                "infra.kuberay.training.name=Bad_Name",
+                "--target",
+                "kuberay.training",
+            ],
+        ),
+        2,
+    );
+    assert!(err.contains("Bad_Name"), "{err}");
+    let err = fails(
+        with_recipe(&fake, &["cluster", "up"], &["--target", "kuberay.nope"]),
+        2,
+    );
+    assert!(
+        err.contains("kuberay.nope is not defined in the recipe"),
+        "{err}"
+    );
+    let err = fails(with_recipe(&fake, &["logs"], &["--role", "trainer"]), 2);
+    assert!(err.contains("unknown role `trainer`"), "{err}");
+    assert!(fake.request_log().is_empty());
+}
+
+#[test]
+fn status_and_logs_of_clusters_that_are_not_there() {
+    let fake = FakeK8s::start();
+    let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
+    assert!(
+        table.lines().nth(1).unwrap().contains("(not found)"),
+        "{table}"
+    );
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["logs"],
+            &["--role", "training", "--source", "head"],
+        ),
+        3,
+    );
+    assert!(err.contains("no head pod for RayCluster rc-train"), "{err}");
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["logs"],
+            &["--role", "training", "--source", "worker"],
+        ),
+        3,
+    );
+    assert!(err.contains("no worker pods for rc-train"), "{err}");
+    let (out, _) = ok({
+        let mut c = nrl(&fake);
+        c.args(["cluster", "list", "-n", "kube-system"]);
+        c
+    });
+    assert_eq!(out.trim(), "(no RayClusters in kube-system)");
+    // A stuck cluster's status says why its pods are pending.
+    fake.set_pod_fate(
+        "ray.io/cluster=rc-train",
+        PodFate::Unschedulable("0/8 nodes have GPUs".into()),
+    );
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training", "--no-wait"],
+    ));
+    assert!(fake.wait_until_blocking(Duration::from_secs(5), |f| {
+        f.pods("default", "ray.io/cluster=rc-train").len() == 2
+    }));
+    let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
+    assert!(table.contains("Pending (Unschedulable)"), "{table}");
+}
+
+#[test]
+fn namespace_and_context_flags() {
+    let fake = FakeK8s::builder().namespace("team-a").start();
+    let (out, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &[
+            "--role",
+            "training",
+            "--no-wait",
+            "-n",
+            "team-a",
+            "--context",
+            "fake",
+        ],
+    ));
+    assert!(
+        err.starts_with("cluster up: context `fake`, namespace `team-a`"),
+        "{err}"
+    );
+    assert_eq!(out.trim(), "kuberay.training: RayCluster rc-train created");
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "team-a", "rc-train")
+            .is_some()
+    );
+    let (list, _) = ok({
+        let mut c = nrl(&fake);
+        c.args(["cluster", "list", "-n", "team-a"]);
+        c
+    });
+    assert!(
+        list.lines().nth(1).unwrap().starts_with("rc-train"),
+        "{list}"
+    );
+    let err = fails(with_recipe(&fake, &["status"], &["--context", "nope"]), 3);
+    assert!(err.contains("nrl::k8s::kubeconfig"), "{err}");
+}
+
+#[test]
+fn up_right_after_a_no_wait_down_waits_for_the_old_cluster() {
+    let fake = FakeK8s::start();
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training", "--no-wait"],
+    ));
+    let old_uid = fake.field(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc-train",
+        "metadata.uid",
+    );
+    // Deletion takes a while (a finalizer, say).
+    fake.set_timings(|t| {
+        t.deletion_delay
+            .insert("RayCluster".into(), Duration::from_millis(800));
+    });
+    ok(with_recipe(
+        &fake,
+        &["cluster", "down"],
+        &["--role", "training", "--no-wait"],
+    ));
+    let (out, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training"],
+    ));
+    assert!(
+        err.contains("waiting for the previous RayCluster rc-train to finish deleting"),
+        "{err}"
+    );
+    assert_eq!(
+        out.trim(),
+        "kuberay.training: RayCluster rc-train created, ready"
+    );
+    assert_ne!(
+        fake.field(
+            "ray.io/v1",
+            "RayCluster",
+            "default",
+            "rc-train",
+            "metadata.uid"
+        ),
+        old_uid
+    );
+}

@@ -1,0 +1,72 @@
+//! The owner guard: another user's objects are refused without --force, before anything
+//! is changed.
+
+use serde_json::json;
+
+use crate::common::*;
+
+#[test]
+fn another_users_cluster_is_refused_unless_forced() {
+    let fake = FakeK8s::start();
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "gym", "--role", "training", "--no-wait"],
+    ));
+    fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
+        o["metadata"]["labels"]["nrl-k8s/owner"] = json!("bob");
+    });
+
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "training", "--no-wait"],
+        ),
+        2,
+    );
+    assert!(
+        err.contains(
+            "RayCluster rc-train in namespace `default` is owned by 'bob' (you are 'alice')"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+
+    // Down refuses before deleting anything, even the targets alice owns.
+    fake.clear_request_log();
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "down"],
+            &["--role", "gym", "--role", "training"],
+        ),
+        2,
+    );
+    assert!(err.contains("owned by 'bob'"), "{err}");
+    assert!(fake.requests(|r| r.verb == "delete").is_empty());
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "default", "rc-gym")
+            .is_some()
+    );
+
+    let (_, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "down"],
+        &["--role", "training", "--force"],
+    ));
+    assert!(
+        err.contains("is owned by 'bob'; --force: acting anyway"),
+        "{err}"
+    );
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "default", "rc-train")
+            .is_none()
+    );
+
+    // Another user running nrl sees alice's cluster as hers.
+    let mut c = with_recipe(&fake, &["cluster", "down"], &["--role", "gym"]);
+    c.env("NRL_USER", "carol");
+    let err = fails(c, 2);
+    assert!(err.contains("owned by 'alice' (you are 'carol')"), "{err}");
+}
