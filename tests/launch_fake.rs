@@ -1,7 +1,8 @@
-//! The launch library against the fake API server (no Ray needed): ensuring long-lived
-//! clusters (ref-orchestration §10.2 "EnsureCluster"/"BringUpCluster"), the exec submitter
-//! (§10.4 "ExecLauncher", "ExecObservability", "HeadPodLookup") and the dashboard through
-//! the native port-forward (§10.3 "DashboardUrl…").
+//! The launch library against the fake API server (no Ray needed): the exec submitter
+//! (ref-orchestration §10.4 "ExecLauncher", "ExecObservability", "HeadPodLookup"), the
+//! dashboard through the native port-forward (§10.3 "DashboardUrl…"), daemon jobs. The
+//! §10.2 "EnsureCluster"/"BringUpCluster"/"SubmitDaemon" cases are in
+//! `cluster_cli/orchestrate.rs`.
 
 mod common;
 mod support;
@@ -12,12 +13,12 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use nrl::config::env::MapEnv;
 use nrl::config::layers::{LoadRequest, LoadedConfig, load};
+use nrl::config::schema::Role;
 use nrl::k8s::{ConnectOptions, K8s};
-use nrl::launch::follow::head_dashboard;
-use nrl::launch::longlived::ensure::{Ensured, ensure, role_objects};
-use nrl::launch::output::Collect;
+use nrl::launch::Progress;
+use nrl::launch::cluster::{EnsureOptions, ensure_cluster};
+use nrl::launch::dashboard::dashboard_session;
 use nrl::launch::submit::exec::{self, ExecLaunch, ExecState};
-use serde_json::json;
 use support::fake_k8s::FakeK8s;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -74,135 +75,13 @@ async fn k8s(fake: &FakeK8s) -> K8s {
 
 const T: Duration = Duration::from_secs(30);
 
-fn cluster_applies(fake: &FakeK8s) -> usize {
-    fake.requests(|r| {
-        r.resource.as_deref() == Some("rayclusters") && r.is_apply() && !r.is_dry_run()
-    })
-    .len()
-}
-
-/// §10.2 #1 BringUpCluster/applies_and_waits, #9 applies_when_absent, #10
-/// reuses_when_live_matches (with the server's defaults filled in: ref §11 B1), #11
-/// warns_on_drift_and_reuses, #12 recreate_deletes_and_reapplies_on_drift.
-#[tokio::test]
-async fn ensure_cluster_creates_reuses_warns_on_drift_and_recreates() {
-    let fake = FakeK8s::start();
-    let k = k8s(&fake).await;
-    let dir = tempfile::tempdir().unwrap();
-    let c = cfg(dir.path());
-    let objs = role_objects(&c).unwrap();
-    let obj = &objs[0].0;
-    let mut p = Collect::default();
-
-    assert_eq!(
-        ensure(&k, &c, obj, false, T, &mut p).await.unwrap(),
-        Ensured::Created
-    );
-    assert_eq!(
-        fake.field(
-            "ray.io/v1",
-            "RayCluster",
-            "default",
-            "rc-train",
-            "status.state"
-        ),
-        Some(json!("ready"))
-    );
-    assert_eq!(cluster_applies(&fake), 1);
-    assert!(
-        p.lines
-            .iter()
-            .any(|l| l == "[training] RayCluster rc-train is ready")
-    );
-
-    // The live object now carries server defaults (numOfHosts, minReplicas, …): not drift.
-    let live = fake
-        .get("ray.io/v1", "RayCluster", "default", "rc-train")
-        .unwrap();
-    assert!(
-        live.pointer("/spec/workerGroupSpecs/0/numOfHosts")
-            .is_some(),
-        "{live}"
-    );
-    assert_eq!(
-        ensure(&k, &c, obj, false, T, &mut p).await.unwrap(),
-        Ensured::Reused
-    );
-    assert_eq!(
-        cluster_applies(&fake),
-        1,
-        "a matching cluster is not re-applied"
-    );
-    assert!(
-        p.lines
-            .iter()
-            .any(|l| l.contains("already exists and matches — reusing"))
-    );
-
-    fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
-        o["spec"]["rayVersion"] = json!("drifted")
-    });
-    match ensure(&k, &c, obj, false, T, &mut p).await.unwrap() {
-        Ensured::Drifted(paths) => assert_eq!(paths, ["spec.rayVersion"]),
-        other => panic!("{other:?}"),
-    }
-    let warn = p.lines.iter().find(|l| l.contains("drifted")).unwrap();
-    assert!(
-        warn.contains("reusing as-is") && warn.contains("--recreate"),
-        "{warn}"
-    );
-    assert_eq!(cluster_applies(&fake), 1);
-    assert!(fake.requests(|r| r.verb == "delete").is_empty());
-
-    assert_eq!(
-        ensure(&k, &c, obj, true, T, &mut p).await.unwrap(),
-        Ensured::Recreated
-    );
-    assert_eq!(
-        fake.requests(|r| r.verb == "delete" && r.resource.as_deref() == Some("rayclusters"))
-            .len(),
-        1
-    );
-    assert_eq!(cluster_applies(&fake), 2);
-    assert_eq!(
-        fake.field(
-            "ray.io/v1",
-            "RayCluster",
-            "default",
-            "rc-train",
-            "spec.rayVersion"
-        ),
-        Some(json!("2.60.0"))
-    );
-}
-
-#[tokio::test]
-async fn ensure_refuses_a_cluster_owned_by_someone_else() {
-    let fake = FakeK8s::start();
-    let k = k8s(&fake).await;
-    let dir = tempfile::tempdir().unwrap();
-    let c = cfg(dir.path());
-    let objs = role_objects(&c).unwrap();
-    let mut p = Collect::default();
-    ensure(&k, &c, &objs[0].0, false, T, &mut p).await.unwrap();
-    fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
-        o["metadata"]["labels"]["nrl-k8s/owner"] = json!("bob")
-    });
-    let e = ensure(&k, &c, &objs[0].0, false, T, &mut p)
-        .await
-        .unwrap_err();
-    assert_eq!(e.code, "nrl::run::not_owner");
-    assert!(
-        e.message.contains("`bob`") && e.message.contains("`tester`"),
-        "{}",
-        e.message
-    );
-}
-
 async fn up(fake: &FakeK8s, k: &K8s, dir: &std::path::Path) {
     let c = cfg(dir);
-    let objs = role_objects(&c).unwrap();
-    ensure(k, &c, &objs[0].0, false, T, &mut Collect::default())
+    let opts = EnsureOptions {
+        timeout: T,
+        ..EnsureOptions::default()
+    };
+    ensure_cluster(k, &c, Role::Training, &opts, &Progress::quiet())
         .await
         .unwrap();
     assert!(
@@ -338,7 +217,7 @@ async fn exec_submit_refusals() {
     let e = exec::submit(&k, "default", "rc-train", &launch)
         .await
         .unwrap_err();
-    assert_eq!(e.code, "nrl::run::no_head_pod");
+    assert_eq!(e.code, "nrl::cluster::no_head");
     assert!(
         e.message.contains("rc-train") && e.message.contains("default"),
         "{}",
@@ -362,10 +241,13 @@ async fn dashboard_through_the_native_port_forward_is_torn_down() {
         }
     });
     fake.forward_port_by_labels("default", "ray.io/node-type=head", 8265, addr);
-    let dash = head_dashboard(&k, "default", "rc-train").await.unwrap();
-    let url = dash.forward.url();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let local = dash.forward.local;
+    let dash = dashboard_session(&k, "default", "rc-train").await.unwrap();
+    assert!(dash.url.starts_with("http://127.0.0.1:"), "{}", dash.url);
+    let local = dash
+        .forward
+        .as_ref()
+        .expect("a forward outside the cluster")
+        .local;
     let mut s = tokio::net::TcpStream::connect(local).await.unwrap();
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.unwrap();
@@ -378,25 +260,12 @@ async fn dashboard_through_the_native_port_forward_is_torn_down() {
     );
 }
 
-fn resolved(
-    code_source: nrl::config::schema::CodeSource,
-    code_path: Option<&str>,
-) -> nrl::launch::submit::Resolved {
-    nrl::launch::submit::Resolved {
-        mode: nrl::config::schema::RunMode::Interactive,
-        submitter: nrl::config::schema::SubmitterMode::PortForward,
-        code_source,
-        code_path: code_path.map(str::to_string),
-        wait: true,
-    }
-}
-
 /// Regression of ref §11 B5: a daemon's env travels as `export` lines (not
 /// `runtime_env.env_vars`), and with the code in the image nothing is uploaded.
 #[test]
 fn daemon_jobs_follow_the_code_source() {
-    use nrl::config::schema::{CodeSource, DaemonSpec};
-    use nrl::launch::longlived::daemon::daemon_job;
+    use nrl::config::schema::DaemonSpec;
+    use nrl::launch::daemon::{DaemonOptions, daemon_job};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("gym")).unwrap();
     std::fs::write(dir.path().join("gym/serve.py"), "print(1)\n").unwrap();
@@ -409,66 +278,20 @@ fn daemon_jobs_follow_the_code_source() {
         health_check_timeout_s: 300,
         ray_upload_paths: Some(vec!["gym".into()]),
     };
-    let (ep, files) = daemon_job(&c, &d, &resolved(CodeSource::Upload, None), dir.path()).unwrap();
+    let mut opts = DaemonOptions {
+        replace: false,
+        repo_root: dir.path().to_path_buf(),
+        code_path: None,
+    };
+    let (ep, files) = daemon_job(&c, &d, &opts).unwrap();
     assert_eq!(ep, "export PORT=8000\npython gym/serve.py");
     let files = files.expect("uploaded");
     assert_eq!(
         files.files().map(|(p, _)| p).collect::<Vec<_>>(),
         ["gym/serve.py"]
     );
-    let (ep, files) = daemon_job(
-        &c,
-        &d,
-        &resolved(CodeSource::Image, Some("/opt/nemo-rl")),
-        dir.path(),
-    )
-    .unwrap();
+    opts.code_path = Some("/opt/nemo-rl".into());
+    let (ep, files) = daemon_job(&c, &d, &opts).unwrap();
     assert_eq!(ep, "export PORT=8000\ncd /opt/nemo-rl\npython gym/serve.py");
     assert!(files.is_none(), "code in the image: no upload");
-}
-
-/// Regression of ref §11 B6: the health check runs on the head pod (where cluster DNS
-/// resolves), and any answer below 500 passes (4xx used to be retried until timeout).
-#[tokio::test]
-async fn daemon_health_check_runs_on_the_head_pod() {
-    use nrl::config::schema::Role;
-    use nrl::launch::longlived::daemon::health_check;
-    let fake = FakeK8s::start();
-    let k = k8s(&fake).await;
-    let dir = tempfile::tempdir().unwrap();
-    up(&fake, &k, dir.path()).await;
-    let serve = |status: &'static str| async move {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = l.accept().await {
-                let mut buf = [0u8; 1024];
-                let _ = s.read(&mut buf).await;
-                let body =
-                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-                let _ = s.write_all(body.as_bytes()).await;
-            }
-        });
-        format!("http://{addr}/health")
-    };
-    let ok = serve("404 Not Found").await;
-    let mut p = Collect::default();
-    health_check(&k, "default", "rc-train", &ok, 20, Role::Gym, &mut p)
-        .await
-        .unwrap();
-    assert!(
-        p.lines.iter().any(|l| l.contains("responded 404")),
-        "{:?}",
-        p.lines
-    );
-    assert!(
-        fake.requests(|r| r.resource.as_deref() == Some("pods/exec") && r.query.contains("urllib"))
-            .len()
-            == 1
-    );
-    let bad = serve("503 Service Unavailable").await;
-    let e = health_check(&k, "default", "rc-train", &bad, 2, Role::Gym, &mut p)
-        .await
-        .unwrap_err();
-    assert_eq!(e.code, "nrl::run::health_check");
 }

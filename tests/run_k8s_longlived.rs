@@ -26,6 +26,10 @@ struct World {
     head: &'static RayHead,
 }
 
+/// `--replace` stops every running job on the Ray head the tests share, so the tests of
+/// this binary run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn world() -> Option<World> {
     let head = ray_head::shared()?;
     let fake = FakeK8s::start();
@@ -77,6 +81,7 @@ fn ray_job(head: &RayHead, id: &str) -> Value {
 
 #[test]
 fn long_lived_daemon_and_training_then_reuse_then_replace() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(w) = world() else { return };
     let suffix = fastrand::u32(..) % 1_000_000;
     let (first, second, sleeper, replaced) = (
@@ -106,9 +111,9 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
         "{stderr}"
     );
     for line in [
-        "[gym] applying RayCluster tester-ll-gym in namespace default",
-        "[gym] submitting daemon gym-daemon to RayCluster tester-ll-gym",
-        "[training] applying RayCluster tester-ll-train in namespace default",
+        "[gym] applying RayCluster tester-ll-gym in namespace `default`",
+        "[gym] daemon submitted as job gym-daemon",
+        "[training] applying RayCluster tester-ll-train in namespace `default`",
         &format!("run {first} SUCCEEDED"),
     ] {
         assert!(stderr.contains(line), "missing {line:?} in\n{stderr}");
@@ -228,7 +233,7 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("[gym] using fresh daemon submission id gym-daemon-"),
+        stderr.contains("[gym] --replace: using fresh submissionId gym-daemon-"),
         "{stderr}"
     );
     assert!(
@@ -274,6 +279,7 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
 /// records exit code 1 (ref §11 D4), the run exits 1, and the log is readable by run id.
 #[test]
 fn exec_run_failing_under_set_eu_records_exit_code_1() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(w) = world() else { return };
     let run = format!("ll-exec-{}", fastrand::u32(..) % 1_000_000);
     let out = nrl(&w)

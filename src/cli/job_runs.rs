@@ -75,7 +75,7 @@ pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit
     let (record, k8s, _) = resolve(id, lookup).await?;
     if follow {
         let cancel = cancel_on_signals()?;
-        let exit = follow_run(k8s.as_ref(), &record, &mut Console, &cancel).await?;
+        let exit = follow_run(k8s.as_ref(), &record, &mut Console::new(), &cancel).await?;
         if exit == Exit::Interrupted {
             eprintln!("\ninterrupted: stopped following run {id}; it keeps running.");
             eprintln!("re-attach: nrl job logs {id} -f");
@@ -150,7 +150,7 @@ pub fn run_verify(args: VerifyArgs) -> Result<Exit> {
         };
         let report = verify(&k8s, &record, None).await;
         if let Some(url) = &report.wandb_url {
-            Console.status(&format!("W&B run: {url}"));
+            Console::new().status(&format!("W&B run: {url}"));
         }
         print!("{report}");
         Ok(if report.ok() { Exit::Ok } else { Exit::Failed })

@@ -95,7 +95,7 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     runtime()?.block_on(async move {
         let cancel = cancel_on_signals()?;
         let k8s = connect(args, &cfg).await?;
-        let mut console = Console;
+        let mut console = Console::new();
         let (outcome, record) =
             rayjob_run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
         let id = &outcome.run_id;
@@ -168,7 +168,7 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
     runtime()?.block_on(async move {
         let cancel = cancel_on_signals()?;
         let k8s = connect(args, &cfg).await?;
-        let mut console = Console;
+        let mut console = Console::new();
         let outcome = longlived::run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
         let id = outcome.record.id.clone();
         let mut exit = outcome.exit();

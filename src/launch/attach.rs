@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::follow::{TaskGuard, follow_into, head_dashboard};
+use super::dashboard::dashboard_session;
+use super::follow::{TaskGuard, follow_into};
 use super::output::Output;
 use super::records::{RunKind, RunRecord};
 use super::run::DRIVER_LOG;
@@ -208,7 +209,7 @@ pub async fn follow_run(
                 .cloned()
                 .ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
             TaskGuard::spawn(async move {
-                let dash = head_dashboard(&k8s, &ns, &cluster).await?;
+                let dash = dashboard_session(&k8s, &ns, &cluster).await?;
                 // HTTPMode: KubeRay submits a moment after it reports Running.
                 let d = follow_into(&dash.client, &id, tx, Duration::from_secs(120)).await?;
                 Ok(exit_for_job(&d))
@@ -263,7 +264,7 @@ pub async fn log_text(k8s: Option<&K8s>, record: &RunRecord) -> Result<String> {
     match target(k8s, record).await? {
         Target::Cluster { ns, cluster, id } => {
             let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
-            head_dashboard(k8s, &ns, &cluster)
+            dashboard_session(k8s, &ns, &cluster)
                 .await?
                 .client
                 .logs(&id)
@@ -300,7 +301,7 @@ pub async fn stop_run(k8s: Option<&K8s>, record: &RunRecord, force: bool) -> Res
     match target(k8s, record).await? {
         Target::Cluster { ns, cluster, id } => {
             let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
-            let dash = head_dashboard(k8s, &ns, &cluster).await?;
+            let dash = dashboard_session(k8s, &ns, &cluster).await?;
             let out = stop_job(&dash.client, &id, STOP_WAIT).await?;
             Ok(stopped(out.was_running, out.details.status.to_string()))
         }

@@ -1,60 +1,16 @@
-//! Reaching a RayCluster's head dashboard from the laptop and following a Ray job there.
-//!
-//! The dashboard is reached through the API server's `pods/portforward` subresource
-//! (no kubectl): one forward per cluster per process, re-resolving the head pod per
-//! connection, dropped when the last handle goes. The log is streamed into a channel so
-//! the caller can keep watching Kubernetes objects and the Ctrl-C signal while it flows.
+//! Following a Ray job on a cluster's dashboard (reached with
+//! `launch::dashboard::dashboard_session`: the API server's port-forward, no kubectl). The
+//! log is streamed into a channel so the caller can keep watching Kubernetes objects and
+//! the Ctrl-C signal while it flows; spawned followers are aborted when their guard goes.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::diag::{Diag, Result};
-use crate::k8s::K8s;
-use crate::k8s::portforward::{PodTarget, PortForward};
+use crate::diag::Result;
 use crate::ray::error as rerr;
-use crate::ray::{FollowOptions, JobDetails, RayClient, RayClientOptions, follow_job};
-
-/// The Ray dashboard port on a head pod.
-pub const DASHBOARD_PORT: u16 = 8265;
-
-/// Label selector of a RayCluster's head pod.
-pub fn head_selector(cluster: &str) -> String {
-    format!("ray.io/cluster={cluster},ray.io/node-type=head")
-}
-
-/// A forward to a cluster's head dashboard and a Ray client that uses it. The forward
-/// stops when this (and every other handle to it) is dropped.
-#[derive(Debug, Clone)]
-pub struct HeadDashboard {
-    pub forward: Arc<PortForward>,
-    pub client: RayClient,
-}
-
-/// Open (or reuse) the forward to `cluster`'s head dashboard in `ns`.
-pub async fn head_dashboard(k8s: &K8s, ns: &str, cluster: &str) -> Result<HeadDashboard> {
-    let forward = k8s
-        .port_forward(
-            ns,
-            PodTarget::Selector(head_selector(cluster)),
-            DASHBOARD_PORT,
-        )
-        .await
-        .map_err(|d| {
-            let msg = format!(
-                "cannot reach the Ray dashboard of RayCluster `{cluster}`: {}",
-                d.message
-            );
-            Diag::api("nrl::run::dashboard", msg).help(format!(
-                "is the cluster up? `kubectl get pods -n {ns} -l {}`",
-                head_selector(cluster)
-            ))
-        })?;
-    let client = RayClient::new(&forward.url(), RayClientOptions::default())?;
-    Ok(HeadDashboard { forward, client })
-}
+use crate::ray::{FollowOptions, JobDetails, RayClient, follow_job};
 
 /// `io::Write` into a channel of text chunks.
 pub struct ChannelWriter(pub mpsc::UnboundedSender<String>);
@@ -119,14 +75,6 @@ impl<T> TaskGuard<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn head_selector_names_the_cluster_head() {
-        assert_eq!(
-            head_selector("rc-1"),
-            "ray.io/cluster=rc-1,ray.io/node-type=head"
-        );
-    }
 
     #[test]
     fn channel_writer_sends_chunks_and_reports_a_closed_reader() {

@@ -4,16 +4,13 @@
 
 use std::time::Duration;
 
-use kube::api::{DeleteParams, PropagationPolicy};
 use kube::discovery::ApiResource;
 use serde_json::{Value as Json, json};
 
 use crate::diag::{Diag, Result};
-use crate::k8s::errors::{Action, is_not_found, to_diag};
 use crate::k8s::resources::api_resource;
-use crate::k8s::retry::{Backoff, retry};
 use crate::k8s::wait::str_at;
-use crate::k8s::{ApplyOptions, K8s, ObjectRef};
+use crate::k8s::{ApplyOptions, K8s, ObjectRef, Propagation};
 
 /// An ownerReference to the live object `owner` (it must carry `metadata.uid`). Not a
 /// controller reference and no `blockOwnerDeletion`, which would need `update` on the
@@ -102,28 +99,13 @@ pub async fn delete_foreground(
     name: &str,
     timeout: Duration,
 ) -> Result<bool> {
-    let api = k8s.api(ar, ns);
-    let dp = DeleteParams {
-        propagation_policy: Some(PropagationPolicy::Foreground),
-        ..DeleteParams::default()
-    };
-    match retry(Backoff::default(), || api.delete(name, &dp)).await {
-        Ok(_) => {}
-        Err(e) if is_not_found(&e) => return Ok(false),
-        Err(e) => {
-            return Err(to_diag(
-                e,
-                &Action {
-                    verb: "delete",
-                    resource: &ar.plural,
-                    name: Some(name),
-                    namespace: Some(ns),
-                },
-            ));
-        }
+    let existed = k8s
+        .delete_with(ar, ns, name, Propagation::Foreground)
+        .await?;
+    if existed {
+        k8s.wait_deleted(ar, ns, name, timeout).await?;
     }
-    k8s.wait_deleted(ar, ns, name, timeout).await?;
-    Ok(true)
+    Ok(existed)
 }
 
 /// Wait until each of `objects` (manifests) is gone, e.g. dependents the garbage

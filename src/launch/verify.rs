@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use super::follow::head_dashboard;
+use super::dashboard::dashboard_session;
 use super::logscan::{LogScan, PROMPTS_DONE};
 use super::records::{RunKind, RunRecord};
 use super::run::DRIVER_LOG;
@@ -283,7 +283,7 @@ async fn cluster_job_view(k8s: &K8s, ns: &str, cluster: &str, id: &str) -> JobVi
         ..JobView::default()
     };
     if objects.status == CheckStatus::Pass {
-        match head_dashboard(k8s, ns, cluster).await {
+        match dashboard_session(k8s, ns, cluster).await {
             Ok(dash) => match dash.client.status(id).await {
                 Ok(d) => {
                     view.status = Some(d.status.to_string());
@@ -357,7 +357,7 @@ async fn read_log(k8s: &K8s, ns: &str, record: &RunRecord, view: &JobView) -> Op
         }
         _ => {
             let cluster = view.cluster.as_deref()?;
-            let dash = head_dashboard(k8s, ns, cluster).await.ok()?;
+            let dash = dashboard_session(k8s, ns, cluster).await.ok()?;
             let sid = record
                 .k8s
                 .as_ref()

@@ -10,7 +10,7 @@ use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{rayjob_terminal_state, str_at};
 use crate::k8s::{ApplyOptions, K8s, ObjectRef};
-use crate::launch::follow::head_dashboard;
+use crate::launch::dashboard::dashboard_session;
 use crate::launch::output::Output;
 use crate::launch::owned::{
     apply_owned, delete_all, delete_foreground, owner_names, owner_ref, wait_all_deleted,
@@ -214,7 +214,7 @@ pub async fn submit_upload(
     cluster: &str,
     progress: &mut dyn Output,
 ) -> Result<()> {
-    let dash = head_dashboard(k8s, &plan.namespace, cluster).await?;
+    let dash = dashboard_session(k8s, &plan.namespace, cluster).await?;
     let mut request = SubmitRequest::new(upload.entrypoint.clone());
     request.submission_id = Some(plan.run_id.clone());
     request

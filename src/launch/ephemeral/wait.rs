@@ -14,7 +14,8 @@ use crate::diag::{Diag, Exit, Result};
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{rayjob_terminal_state, str_at};
 use crate::k8s::{K8s, Verdict};
-use crate::launch::follow::{TaskGuard, follow_into, head_dashboard};
+use crate::launch::dashboard::dashboard_session;
+use crate::launch::follow::{TaskGuard, follow_into};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
 use crate::ray::JobDetails;
@@ -473,7 +474,7 @@ fn spawn_follower(
         id.to_string(),
     );
     TaskGuard::spawn(async move {
-        let dash = head_dashboard(&k8s, &ns, &cluster).await?;
+        let dash = dashboard_session(&k8s, &ns, &cluster).await?;
         follow_into(&dash.client, &id, out, APPEAR_WITHIN).await
     })
 }

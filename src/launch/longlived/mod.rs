@@ -6,17 +6,16 @@
 //! 2. A RayJob named like a role's cluster is a collision (shared head Service name).
 //! 3. `--replace`: the running and pending jobs are stopped, then the endpoint registry
 //!    is reset (see `replace.rs`).
-//! 4. For each declared role, in order generation, gym, training: ensure its cluster
-//!    (create, or reuse; drift by dry-run apply; `--recreate`), wait until ready, submit
-//!    its daemon (idempotent on the newest `<id>[-<ts>]`; `--skip-daemons` skips the
-//!    non-training ones).
+//! 4. Deployments (with their Services), then for each declared role, in order
+//!    generation, gym, training: ensure its cluster (`launch::cluster::ensure_cluster`:
+//!    create, or reuse; drift by dry-run apply; `--recreate`), wait until ready, submit
+//!    its daemon (`launch::daemon`: idempotent on the newest `<id>[-<ts>]`;
+//!    `--skip-daemons` skips the non-training ones).
 //! 5. Training is submitted with the chosen submitter; the run record is written (locally
 //!    and as a ConfigMap owned by the training cluster) and the follow-up commands printed.
 //! 6. With waiting on, the output is followed to the end; the exit code comes from the
 //!    job's status (SUCCEEDED / exit 0 → 0, else 1). Ctrl-C detaches.
 
-pub mod daemon;
-pub mod ensure;
 pub mod replace;
 pub mod training;
 
@@ -25,11 +24,14 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::layers::LoadedConfig;
+use crate::config::schema::CodeSource;
 use crate::config::schema::Role;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::launch::check::validate_manifests;
+use crate::launch::cluster::{EnsureOptions, OnDrift, ensure_cluster, ensure_deployment};
+use crate::launch::daemon::{DaemonOptions, submit_daemon};
 use crate::launch::k8s_run::{base_record, followups, save_everywhere};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
@@ -78,7 +80,8 @@ impl LongLivedOutcome {
 #[derive(Debug, Clone)]
 pub struct LongLivedPlan {
     pub code: Resolved,
-    pub roles: Vec<ensure::RoleObjects>,
+    /// The declared roles and their cluster names, in order.
+    pub roles: Vec<(Role, String)>,
     pub training_cluster: String,
     pub training: training::TrainingPlan,
 }
@@ -93,13 +96,16 @@ pub fn plan(
     let train_spec = require_training(cfg)?;
     runid::validate(&ctx.run_id)?;
     let code = resolve(cfg, &opts.flags)?;
-    let rendered = ensure::role_objects(cfg)?;
-    let nodes: Vec<_> = rendered.iter().flat_map(|(_, n)| n.clone()).collect();
-    validate_manifests(&nodes)?;
+    validate_manifests(&crate::render::check_manifests(&cfg.infra)?)?;
     let training = training::plan(cfg, &ctx.run_id, &code, &ctx.repo_root)?;
     Ok(LongLivedPlan {
         code,
-        roles: rendered.into_iter().map(|(o, _)| o).collect(),
+        roles: cfg
+            .infra
+            .kuberay
+            .roles()
+            .map(|(r, c)| (r, c.name.clone()))
+            .collect(),
         training_cluster: train_spec.name.clone(),
         training,
     })
@@ -128,27 +134,25 @@ pub async fn run(
 
     // 2. Collisions with RayJobs.
     let rayjobs = by_kind("RayJob")?;
-    for obj in rendered {
-        if k8s.get(&rayjobs, &ns, &obj.name).await?.is_some() {
+    for (role, name) in rendered {
+        if k8s.get(&rayjobs, &ns, name).await?.is_some() {
             return Err(Diag::new(
                 "nrl::run::name_collision",
                 format!(
-                    "a RayJob named `{}` exists in namespace `{ns}`; KubeRay names the head \
-                     Service `{}-head-svc` for both, so the {} RayCluster would collide with it",
-                    obj.name, obj.name, obj.role
+                    "a RayJob named `{name}` exists in namespace `{ns}`; KubeRay names the head \
+                     Service `{name}-head-svc` for both, so the {role} RayCluster would collide with it"
                 ),
             )
             .help(format!(
-                "delete it (`kubectl delete rayjob {} -n {ns}`) or rename the cluster",
-                obj.name
+                "delete it (`kubectl delete rayjob {name} -n {ns}`) or rename the cluster"
             )));
         }
     }
 
     // 3. --replace: stop first, then reset the registry.
     if opts.replace {
-        for obj in rendered {
-            replace::stop_ray_jobs(k8s, &ns, &obj.name, progress).await?;
+        for (_, name) in rendered {
+            replace::stop_ray_jobs(k8s, &ns, name, progress).await?;
         }
         replace::stop_exec_runs(k8s, &ns, train_name, progress).await?;
         let gym = cfg
@@ -169,32 +173,52 @@ pub async fn run(
 
     // 4. Clusters and daemons, in role order; Ctrl-C stops the bring-up (what exists
     // stays and is reused by the next run).
+    let ensure_opts = EnsureOptions {
+        on_drift: if opts.recreate {
+            OnDrift::Recreate
+        } else {
+            OnDrift::Warn
+        },
+        wait: true,
+        timeout: opts.timeout,
+        force: false,
+    };
+    let daemon_opts = DaemonOptions {
+        replace: opts.replace,
+        repo_root: ctx.repo_root.clone(),
+        code_path: match code.code_source {
+            CodeSource::Upload => None,
+            _ => code.code_path.clone(),
+        },
+    };
     let bring_up = async {
-        for obj in rendered {
-            ensure::ensure(k8s, cfg, obj, opts.recreate, opts.timeout, &mut *progress).await?;
-            let spec = cfg.infra.kuberay.get(obj.role);
-            let Some(d) = spec.and_then(|c| c.daemon.as_ref()) else {
-                continue;
-            };
-            if opts.skip_daemons && obj.role != Role::Training {
-                progress.status(&format!(
-                    "[{}] --skip-daemons: not submitting the daemon",
-                    obj.role
-                ));
-                continue;
-            }
-            daemon::submit_daemon(
+        for key in cfg.infra.deployments.keys() {
+            ensure_deployment(
                 k8s,
                 cfg,
-                obj.role,
-                &obj.name,
-                d,
-                opts.replace,
-                code,
-                &ctx.repo_root,
-                &mut *progress,
+                key,
+                Some(opts.timeout),
+                false,
+                progress.progress(),
             )
             .await?;
+        }
+        for (role, _) in rendered {
+            ensure_cluster(k8s, cfg, *role, &ensure_opts, progress.progress()).await?;
+            if opts.skip_daemons && *role != Role::Training {
+                if cfg
+                    .infra
+                    .kuberay
+                    .get(*role)
+                    .is_some_and(|c| c.daemon.is_some())
+                {
+                    progress.status(&format!(
+                        "[{role}] --skip-daemons: not submitting the daemon"
+                    ));
+                }
+                continue;
+            }
+            submit_daemon(k8s, cfg, *role, &daemon_opts, progress.progress()).await?;
         }
         Ok::<(), Diag>(())
     };

@@ -12,7 +12,7 @@ use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::launch::cluster_record::{RECORD_KEY, RUN_KIND_LABEL};
-use crate::launch::follow::head_dashboard;
+use crate::launch::dashboard::dashboard_session;
 use crate::launch::output::Output;
 use crate::launch::records::{RunKind, RunRecord};
 use crate::launch::submit::exec::{self, ExecRun, ExecState};
@@ -51,7 +51,7 @@ pub async fn stop_ray_jobs(
     {
         return Ok(Vec::new());
     }
-    let dash = head_dashboard(k8s, ns, cluster).await?;
+    let dash = dashboard_session(k8s, ns, cluster).await?;
     let mut stopped = Vec::new();
     for job in dash.client.list_jobs().await? {
         let Some(id) = job.submission_id.clone() else {

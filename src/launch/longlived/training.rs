@@ -11,7 +11,8 @@ use crate::config::schema::SubmitterMode;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::launch::attach::exit_for_exec;
-use crate::launch::follow::{TaskGuard, follow_into, head_dashboard};
+use crate::launch::dashboard::dashboard_session;
+use crate::launch::follow::{TaskGuard, follow_into};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
 use crate::launch::rayjob::{require_entrypoint, staged_recipe_yaml};
@@ -168,7 +169,7 @@ pub async fn follow(
     let mut task: TaskGuard<Result<(String, Exit, Option<i32>)>> = TaskGuard::spawn(async move {
         match t {
             Training::Ray { cluster, id } => {
-                let dash = head_dashboard(&k, &ns2, &cluster).await?;
+                let dash = dashboard_session(&k, &ns2, &cluster).await?;
                 let d =
                     follow_into(&dash.client, &id, tx, std::time::Duration::from_secs(30)).await?;
                 Ok((d.status.to_string(), d.status.exit(), None))

@@ -1,48 +1,20 @@
-//! Exec helpers the exec submitter needs beyond `K8s::exec`: finding a cluster's Running
-//! head pod, and a command whose stdout is streamed as it comes (for `tail -F`).
+//! Exec helpers the exec submitter needs beyond `K8s::exec`: a cluster's Running head
+//! pod, and a command whose stdout is streamed as it comes (for `tail -F`).
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, AttachParams, ListParams};
+use kube::api::{Api, AttachParams};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
-use crate::k8s::errors::{Action, to_diag};
 use crate::k8s::exec::exit_code_of;
-use crate::launch::follow::head_selector;
+use crate::launch::dashboard::require_running_head;
 
-/// The first Running head pod of `cluster` in `ns`.
+/// The Running head pod of `cluster` in `ns` (errors say whether it is missing or not
+/// running yet).
 pub async fn head_pod(k8s: &K8s, ns: &str, cluster: &str) -> Result<String> {
-    let api: Api<Pod> = Api::namespaced(k8s.client.clone(), ns);
-    let selector = head_selector(cluster);
-    let pods = api
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(|e| {
-            to_diag(
-                e,
-                &Action {
-                    verb: "list",
-                    resource: "pods",
-                    name: None,
-                    namespace: Some(ns),
-                },
-            )
-        })?;
-    pods.items
-        .iter()
-        .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .and_then(|p| p.metadata.name.clone())
-        .ok_or_else(|| {
-            Diag::api(
-                "nrl::run::no_head_pod",
-                format!("no Running head pod found for RayCluster `{cluster}` in namespace `{ns}`"),
-            )
-            .help(format!(
-                "is the cluster up? `kubectl get pods -n {ns} -l {selector}`"
-            ))
-        })
+    Ok(require_running_head(k8s, ns, cluster).await?.name)
 }
 
 /// Run `cmd` in `pod`, sending stdout to `out` as it arrives (stderr is dropped); returns

@@ -15,7 +15,7 @@ use crate::config::layers::LoadedConfig;
 use crate::config::schema::CodeSource;
 use crate::diag::Result;
 use crate::k8s::K8s;
-use crate::launch::follow::head_dashboard;
+use crate::launch::dashboard::dashboard_session;
 use crate::launch::rayjob::{require_entrypoint, staged_recipe_yaml};
 use crate::launch::stage::stage;
 use crate::ray::{JobSpec, PackageOptions, SubmitRequest, Submitted, UploadSet, submit_job};
@@ -76,7 +76,7 @@ pub fn build(
 
 /// Submit `job` to `cluster`'s head dashboard (upload first when there is a working_dir).
 pub async fn submit(k8s: &K8s, ns: &str, cluster: &str, job: &PortForwardJob) -> Result<Submitted> {
-    let dash = head_dashboard(k8s, ns, cluster).await?;
+    let dash = dashboard_session(k8s, ns, cluster).await?;
     let mut request = SubmitRequest::new(job.entrypoint.clone());
     request.submission_id = Some(job.run_id.clone());
     request
