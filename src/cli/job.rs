@@ -150,27 +150,16 @@ pub struct StatusArgs {
     pub connection: RayConnectionArgs,
 }
 
-/// Finding a run by its id (when `--address` is not given).
-#[derive(Debug, Clone, Args)]
-pub struct RunLookupArgs {
-    /// Kubeconfig context of the run's cluster (default: the one in the run's record,
-    /// else the current context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-    /// Namespace to look for the run's record in when this machine has none (default:
-    /// the context's namespace).
-    #[arg(short = 'n', long, value_name = "NS")]
-    pub namespace: Option<String>,
-}
-
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// A run id (from `nrl run`), or with --address a submission id (or Ray job id).
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
+    /// For a run id: the cluster to find it on (default: the context and namespace in the
+    /// run's record on this machine, else the current context).
     #[command(flatten)]
-    pub lookup: RunLookupArgs,
+    pub lookup: super::common::KubeArgs,
     /// Follow the log until the job ends; the exit code comes from its final status.
     #[arg(short, long)]
     pub follow: bool,
@@ -182,8 +171,10 @@ pub struct StopArgs {
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
+    /// For a run id: the cluster to find it on (default: the context and namespace in the
+    /// run's record on this machine, else the current context).
     #[command(flatten)]
-    pub lookup: RunLookupArgs,
+    pub lookup: super::common::KubeArgs,
     /// Exec runs: SIGKILL instead of SIGTERM.
     #[arg(long)]
     pub force: bool,

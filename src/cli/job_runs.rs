@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use super::job::RunLookupArgs;
+use super::common::KubeArgs as RunLookupArgs;
 use crate::config::env::ProcessEnv;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::{ConnectOptions, K8s};
@@ -48,7 +48,8 @@ async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<
     let k8s = K8s::connect(&ConnectOptions {
         context,
         namespace,
-        ..ConnectOptions::default()
+        kubeconfig: lookup.kubeconfig.clone(),
+        request_timeout: Some(lookup.request_timeout),
     })
     .await?;
     let ns = k8s.namespace.clone();

@@ -8,7 +8,6 @@ use clap::Args;
 
 use super::common::RecipeArgs;
 use crate::config::env::ProcessEnv;
-use crate::config::layers::load;
 use crate::config::schema::{CodeSource, RunMode, StrEnum, SubmitterMode};
 use crate::diag::{Diag, Exit, Result};
 use crate::launch::local;
@@ -156,9 +155,8 @@ pub struct RunArgs {
     /// when a point fails); see `nrl verify`.
     #[arg(long, conflicts_with_all = ["local", "ray_address", "dry_run"])]
     pub verify: bool,
-    /// Kubeconfig context (default: the current context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    #[command(flatten)]
+    pub kube: super::common::KubeArgs,
 }
 
 /// A schema enum from its exact YAML spelling.
@@ -167,9 +165,7 @@ fn parse_enum<T: StrEnum + Send + Sync>(text: &str) -> std::result::Result<T, St
 }
 
 pub fn run(args: RunArgs) -> Result<Exit> {
-    let mut req = args.recipe.load_request();
-    req.context = args.context.clone();
-    let cfg = load(&req)?;
+    let cfg = args.kube.load(&args.recipe)?;
     if args.dry_run {
         return super::run_k8s::dry_run(&args, cfg);
     }

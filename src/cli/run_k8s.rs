@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::run::{RunArgs, run_context, runtime, write_stdout};
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Exit, Result};
-use crate::k8s::{ConnectOptions, K8s};
+use crate::k8s::K8s;
 use crate::launch::ephemeral::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions, RunEnd, Teardown};
 use crate::launch::k8s_run::rayjob_run;
 use crate::launch::longlived::{self, LongLivedOptions};
@@ -62,12 +62,7 @@ pub fn dry_run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
 }
 
 async fn connect(args: &RunArgs, cfg: &LoadedConfig) -> Result<K8s> {
-    K8s::connect(&ConnectOptions {
-        context: args.context.clone(),
-        namespace: Some(cfg.infra.namespace.clone()),
-        ..ConnectOptions::default()
-    })
-    .await
+    args.kube.connect(Some(&cfg.infra.namespace)).await
 }
 
 /// Ctrl-C (and SIGTERM/SIGHUP) cancel the token; registered before anything is created.
