@@ -291,6 +291,8 @@ pub async fn wait(
     };
     let mut waiter = Waiter::new(k8s, plan, progress, cancel);
     waiter.log_copy = log_copy;
+    // start() already saw the cluster (InteractiveMode) and handed the DRA objects over.
+    waiter.dra_with_cluster |= state.cluster.is_some();
     waiter.state = state;
     match waiter.to_the_end(opts.timeout).await {
         Ok(WaitEnd::Detached { state }) => {

@@ -94,7 +94,8 @@ pub struct Waiter<'a> {
     pub log_copy: Option<std::fs::File>,
     pub scan: LogScan,
     pub state: RayJobState,
-    dra_with_cluster: bool,
+    /// The DRA objects were handed to the cluster (or there are none).
+    pub dra_with_cluster: bool,
 }
 
 impl<'a> Waiter<'a> {
