@@ -8,7 +8,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use miette::{Diagnostic, LabeledSpan, NamedSource, Severity, SourceCode};
+use miette::{
+    Diagnostic, LabeledSpan, MietteError, MietteSpanContents, Severity, SourceCode, SourceSpan,
+    SpanContents,
+};
 
 use crate::config::source::Span;
 
@@ -24,9 +27,9 @@ pub enum Exit {
     Api,
     /// Interrupted (Ctrl-C).
     Interrupted,
-    /// The exit status of a command run elsewhere, passed through unchanged
-    /// (`nrl dev connect -- CMD`).
-    Remote(i32),
+    /// A status passed through unchanged: a remote command's (`nrl dev connect -- CMD`)
+    /// or a script's `exit(n)`.
+    Code(i32),
 }
 
 impl Exit {
@@ -37,7 +40,7 @@ impl Exit {
             Exit::Input => 2,
             Exit::Api => 3,
             Exit::Interrupted => 130,
-            Exit::Remote(code) => code,
+            Exit::Code(code) => code,
         }
     }
 }
@@ -202,7 +205,7 @@ impl From<std::io::Error> for Diag {
 struct DiagView<'a> {
     diag: &'a Diag,
     message: String,
-    source: Option<NamedSource<Arc<str>>>,
+    source: Option<Snippets>,
     labels: Vec<LabeledSpan>,
     related: Vec<DiagView<'a>>,
     help: Option<String>,
@@ -229,14 +232,14 @@ impl<'a> DiagView<'a> {
         }
         if let Some(first) = diag.labels.first() {
             let file = first.span.file();
-            source = Some(NamedSource::new(file.name.clone(), file.text.clone()));
+            source = Some(Snippets::new(&file.name, &file.text));
         }
         for l in foreign {
             let file = l.span.file();
             views.push(DiagView {
                 diag,
                 message: l.text.clone(),
-                source: Some(NamedSource::new(file.name.clone(), file.text.clone())),
+                source: Some(Snippets::new(&file.name, &file.text)),
                 labels: vec![LabeledSpan::new_with_span(
                     Some(l.text.clone()),
                     (l.span.start as usize, l.span.len()),
@@ -273,6 +276,49 @@ impl<'a> DiagView<'a> {
             code: Some(diag.code),
             severity: diag.severity,
         }
+    }
+}
+
+/// A named source for miette. miette 7.6 reports a snippet's `line_count` as the absolute
+/// number of its last line, so its "do these snippets overlap?" test merges any two labels
+/// of a long file into one giant snippet; this reports the real number of lines.
+struct Snippets {
+    name: String,
+    text: Arc<str>,
+}
+
+impl Snippets {
+    fn new(name: &str, text: &Arc<str>) -> Snippets {
+        Snippets {
+            name: name.to_string(),
+            text: text.clone(),
+        }
+    }
+}
+
+impl SourceCode for Snippets {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner = self.text.read_span(span, before, after)?;
+        let data = inner.data();
+        let newlines = data.iter().filter(|&&b| b == b'\n').count();
+        let lines = if data.ends_with(b"\n") {
+            newlines
+        } else {
+            newlines + 1
+        };
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            data,
+            *inner.span(),
+            inner.line(),
+            inner.column(),
+            lines,
+        )))
     }
 }
 
@@ -343,5 +389,24 @@ mod tests {
         assert!(out.contains("did you mean `image`?"), "{out}");
         assert_eq!(d.exit, Exit::Input);
         assert_eq!(d.location().as_deref(), Some("r.yaml:2:1"));
+    }
+
+    #[test]
+    fn distant_labels_of_a_long_file_get_separate_snippets() {
+        let text: String = (0..300).map(|i| format!("k{i}: v\n")).collect();
+        let at = |line: usize| text.lines().take(line).map(|l| l.len() + 1).sum::<usize>();
+        let id = add_source("long.yaml", None, text.clone(), SourceKind::Text);
+        let d = Diag::new("nrl::test", "m")
+            .label(Some(Span::new(id, at(200), at(200) + 4)), "a")
+            .label(Some(Span::new(id, at(220), at(220) + 4)), "b");
+        let out = d.render(false, 80);
+        assert!(
+            out.contains("long.yaml:201:1") && out.contains("long.yaml:221:1"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("k210"),
+            "the lines between are not shown: {out}"
+        );
     }
 }

@@ -5,7 +5,10 @@
 pub mod cli;
 pub mod config;
 pub mod diag;
+pub mod doctor;
+pub mod gym;
 pub mod k8s;
 pub mod launch;
 pub mod ray;
 pub mod render;
+pub mod script;

@@ -6,7 +6,8 @@ use clap::{Args, ValueEnum};
 
 use super::common::RecipeArgs;
 use crate::diag::{Diag, Exit, Result};
-use crate::launch::check::{bundle, check};
+use crate::doctor;
+use crate::launch::check::{Checked, bundle, check};
 use crate::render::{emit, summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -23,7 +24,8 @@ pub enum Format {
   nrl check recipe.yaml --infra infra.yaml --manifests-only
   nrl check recipe.yaml --infra infra.yaml -o bundle.json
   nrl check recipe.yaml --infra infra.yaml --explain infra.kuberay.training.name
-  nrl check recipe.yaml --infra infra.yaml policy.optimizer.kwargs.lr=3e-4 infra.labels.team=rl")]
+  nrl check recipe.yaml --infra infra.yaml policy.optimizer.kwargs.lr=3e-4 infra.labels.team=rl
+  nrl check recipe.yaml --infra infra.yaml --skip-doctor")]
 pub struct CheckArgs {
     #[command(flatten)]
     pub recipe: RecipeArgs,
@@ -42,6 +44,9 @@ pub struct CheckArgs {
     /// Skip validation of the rendered objects against the bundled schemas.
     #[arg(long)]
     pub no_validate: bool,
+    /// Skip the offline `nrl doctor` rules (errors from them otherwise fail `check`).
+    #[arg(long)]
+    pub skip_doctor: bool,
 }
 
 pub fn run(args: CheckArgs) -> Result<Exit> {
@@ -54,6 +59,20 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let checked = check(&req, !args.no_validate)?;
+    emit_output(&args, &checked)?;
+    if args.skip_doctor {
+        return Ok(Exit::Ok);
+    }
+    // The doctor's findings go to stderr so stdout stays the summary or the manifests.
+    let report = doctor::offline(&checked.config, &checked.manifests);
+    if !report.is_empty() {
+        let (color, width) = super::doctor::style(true);
+        eprint!("{}", report.render(color, width));
+    }
+    Ok(report.exit())
+}
+
+fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
     if args.manifests_only {
         let text = emit::to_yaml_stream(&checked.manifests);
         match &args.output {
@@ -67,7 +86,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             }
             None => print!("{text}"),
         }
-        return Ok(Exit::Ok);
+        return Ok(());
     }
     if let Some(path) = &args.output {
         let format = args.format.unwrap_or_else(|| {
@@ -77,7 +96,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
                 Format::Yaml
             }
         });
-        let b = bundle(&checked)?;
+        let b = bundle(checked)?;
         let text = match format {
             Format::Json => emit::to_json(&b, true),
             Format::Yaml => emit::to_yaml(&b),
@@ -88,13 +107,13 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
             checked.manifests.len(),
             path.display()
         );
-        return Ok(Exit::Ok);
+        return Ok(());
     }
     print!(
         "{}",
         summary::summary(&checked.config.infra, &checked.manifests)
     );
-    Ok(Exit::Ok)
+    Ok(())
 }
 
 pub(crate) fn write_file(path: &std::path::Path, text: &str) -> Result<()> {

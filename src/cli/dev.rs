@@ -237,7 +237,7 @@ async fn connect(a: ConnectArgs) -> Result<Exit> {
         tty: interactive && !a.no_tty,
     };
     let code = dev::connect(&k8s, &pod, &opts, &mut StdReport).await?;
-    Ok(Exit::Remote(code))
+    Ok(Exit::Code(code))
 }
 
 async fn stop(a: StopArgs) -> Result<Exit> {

@@ -10,11 +10,14 @@ pub mod cluster;
 pub mod common;
 pub mod dashboard;
 pub mod dev;
+pub mod doctor;
+pub mod gym;
 pub mod job;
 pub mod job_runs;
 pub mod logs;
 pub mod run;
 pub mod run_k8s;
+pub mod script;
 pub mod status;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
@@ -35,6 +38,9 @@ pub enum Command {
     Status(status::StatusArgs),
     /// A role's daemon job log, or its head or worker pod's log.
     Logs(logs::LogsArgs),
+    /// Check a recipe + infra pair against the launch playbook's rules, offline and
+    /// against the cluster (read-only).
+    Doctor(doctor::DoctorArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
@@ -43,6 +49,10 @@ pub enum Command {
     Verify(job_runs::VerifyArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
     Dev(dev::DevArgs),
+    /// Run a Rhai playbook (`--dry-run` prints the plan instead of acting).
+    Script(script::ScriptArgs),
+    /// Run NeMo Gym benchmarks as Kubernetes Jobs: render, submit, status, logs, cancel.
+    Gym(gym::GymArgs),
 }
 
 /// Run a parsed command line.
@@ -52,9 +62,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Cluster(args) => cluster::run(args),
         Command::Status(args) => status::run(args),
         Command::Logs(args) => logs::run(args),
+        Command::Doctor(a) => doctor::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Verify(args) => job_runs::run_verify(args),
         Command::Dev(args) => dev::run(args),
+        Command::Script(args) => script::run(args),
+        Command::Gym(args) => gym::run(args),
     }
 }

@@ -258,6 +258,17 @@ pub(crate) fn pick_infra(node: Node, _path: &Path) -> Result<Node> {
     Ok(drop_scratch_keys(picked))
 }
 
+/// User defaults may hold nrl's own settings next to the infra ones (`doctor:`, read by
+/// `nrl doctor`); they are never infra, wrapped under `infra:` or not.
+fn pick_user_infra(mut node: Node, path: &Path) -> Result<Node> {
+    if node.get("infra").is_none()
+        && let Some(m) = node.as_map_mut()
+    {
+        m.shift_remove("doctor");
+    }
+    pick_infra(node, path)
+}
+
 /// Top-level keys starting with `_` hold YAML anchors only (`_shared:`); never settings.
 fn drop_scratch_keys(mut node: Node) -> Node {
     if let Some(m) = node.as_map_mut() {
@@ -273,7 +284,7 @@ fn load_user_defaults(env: &dyn Env) -> Result<Vec<LoadedFile>> {
         if !path.is_file() {
             continue;
         }
-        let inh = load_with_defaults(&path, SourceKind::User, &pick_infra)?;
+        let inh = load_with_defaults(&path, SourceKind::User, &pick_user_infra)?;
         out.push(LoadedFile {
             path: path.clone(),
             tree: inh.merged,

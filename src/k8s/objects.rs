@@ -120,6 +120,23 @@ impl K8s {
         }
     }
 
+    /// Get a cluster-scoped object (a KAI Queue, a CRD); `None` if it does not exist.
+    pub async fn get_cluster_scoped(&self, ar: &ApiResource, name: &str) -> Result<Option<Json>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), ar);
+        match retry(Backoff::default(), || api.get_opt(name)).await {
+            Ok(o) => Ok(o.and_then(|o| serde_json::to_value(o).ok())),
+            Err(e) => Err(to_diag(
+                e,
+                &Action {
+                    verb: "get",
+                    resource: &ar.plural,
+                    name: Some(name),
+                    namespace: None,
+                },
+            )),
+        }
+    }
+
     /// List objects, optionally by label selector (`a=b,c!=d`).
     pub async fn list(
         &self,

@@ -15,7 +15,8 @@
 //!   `/apis/{g}/{v}` for core v1 (pods, services, configmaps, secrets, serviceaccounts,
 //!   persistentvolumeclaims, namespaces, events), apps/v1 deployments, batch/v1 jobs,
 //!   ray.io/v1 rayclusters + rayjobs, resource.k8s.io/v1 resourceclaimtemplates,
-//!   resource.nvidia.com/v1beta1 computedomains, authorization.k8s.io/v1
+//!   resource.nvidia.com/v1beta1 computedomains, scheduling.run.ai/v2 queues (KAI,
+//!   cluster-scoped), authorization.k8s.io/v1
 //!   selfsubjectaccessreviews, apiextensions.k8s.io/v1 customresourcedefinitions (the Ray and
 //!   ComputeDomain CRDs are listed).
 //! - CRUD with the real semantics: `Status` errors (404 NotFound, 409 AlreadyExists/Conflict,

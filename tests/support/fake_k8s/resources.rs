@@ -229,6 +229,17 @@ pub static COMPUTEDOMAINS: ResourceType = rt!(
     &[],
     &["status"]
 );
+/// KAI scheduler queues (cluster-scoped), so preflight can look queues up.
+pub static KAI_QUEUES: ResourceType = rt!(
+    "scheduling.run.ai",
+    "v2",
+    "Queue",
+    "queues",
+    "queue",
+    false,
+    &[],
+    &["status"]
+);
 pub static SSAR: ResourceType = ResourceType {
     create_only: true,
     ..rt!(
@@ -269,6 +280,7 @@ pub static ALL: &[&ResourceType] = &[
     &RAYJOBS,
     &RESOURCECLAIMTEMPLATES,
     &COMPUTEDOMAINS,
+    &KAI_QUEUES,
     &SSAR,
     &CRDS,
 ];

@@ -1,0 +1,128 @@
+//! `nrl script FILE [-- ARGS…]`: run a Rhai playbook.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use crate::diag::{Diag, Exit, Result};
+use crate::k8s::ConnectOptions;
+use crate::script::errors::CODE_INTERRUPTED;
+use crate::script::{Host, HostOptions, docs, run_on_thread};
+
+/// Run a Rhai playbook with nrl's built-ins (config, render, k8s, ray, launch, util).
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Arguments after `--` reach the script as the map `args`: `--name value` → args.name,
+`a.b=1` → args.overrides, other words → args.positional; a bare `--flag` is true.
+
+Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error; 2 a syntax error
+or bad arguments; 130 Ctrl-C.
+
+Examples:
+  nrl script scripts/launch.rhai -- --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml
+  nrl script scripts/launch.rhai --dry-run -- --recipe r.yaml --infra i.yaml grpo.max_num_steps=5
+  nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc
+  nrl script --builtins")]
+pub struct ScriptArgs {
+    /// The Rhai script to run (`import "nrl/…"` loads the bundled stdlib; other imports
+    /// are looked up next to the script, then along NRL_PATH).
+    #[arg(value_name = "FILE", required_unless_present = "builtins")]
+    pub file: Option<PathBuf>,
+    /// Plan mode: record what would change a cluster (apply, delete, submit, stop, exec,
+    /// shell, file writes) instead of doing it, and print the plan at the end.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// List every built-in module and function with its signature and documentation.
+    #[arg(long)]
+    pub builtins: bool,
+    /// Stop the script after N operations (guards against endless loops).
+    #[arg(long, value_name = "N", default_value_t = 50_000_000)]
+    pub max_operations: u64,
+    /// Where the k8s and launch built-ins act.
+    #[command(flatten)]
+    pub kube: super::common::KubeArgs,
+    /// Arguments for the script, after `--`.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+pub fn run(args: ScriptArgs) -> Result<Exit> {
+    if args.builtins {
+        print!("{}", docs::builtins_reference());
+        return Ok(Exit::Ok);
+    }
+    let Some(file) = args.file.clone() else {
+        return Err(Diag::new("nrl::script::usage", "no script given")
+            .help("pass a .rhai file: `nrl script scripts/launch.rhai`"));
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("nrl-io")
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Diag::new(
+                "nrl::runtime",
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
+    let cancel = CancellationToken::new();
+    watch_ctrl_c(&runtime, cancel.clone())?;
+
+    let workdir = std::env::current_dir()
+        .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
+    let mut opts = HostOptions::new(workdir);
+    opts.dry_run = args.dry_run;
+    opts.interactive = std::io::stdin().is_terminal();
+    opts.runtime = Some(runtime.handle().clone());
+    opts.cancel = cancel;
+    opts.limits.max_operations = args.max_operations;
+    opts.connect = ConnectOptions {
+        context: args.kube.context.clone(),
+        namespace: args.kube.namespace.clone(),
+        kubeconfig: args.kube.kubeconfig.clone(),
+        request_timeout: Some(args.kube.request_timeout),
+    };
+    let host = Host::new(opts);
+    let result = run_on_thread(host.clone(), file, args.args.clone());
+    // A prompt may still be reading stdin on a blocking thread; do not wait for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(outcome) => {
+            if args.dry_run {
+                print!("{}", host.plan.render());
+            }
+            Ok(outcome.exit)
+        }
+        Err(d) if d.code == CODE_INTERRUPTED => {
+            eprintln!("\ninterrupted");
+            Ok(Exit::Interrupted)
+        }
+        Err(d) => Err(d),
+    }
+}
+
+/// Cancel `token` on SIGINT. The handler is installed before the script starts, so an
+/// early Ctrl-C is not lost.
+fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, token: CancellationToken) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigint = runtime
+            .block_on(async { signal(SignalKind::interrupt()) })
+            .map_err(|e| Diag::new("nrl::runtime", format!("cannot watch Ctrl-C: {e}")))?;
+        runtime.spawn(async move {
+            sigint.recv().await;
+            token.cancel();
+        });
+    }
+    #[cfg(not(unix))]
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            token.cancel();
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! The report: findings that survived the allows, errors first, rendered with miette,
+//! and a one-line summary.
+
+use super::allow::{AllowedBy, Allows};
+use super::{Finding, Severity};
+use crate::diag::{Diag, Exit};
+
+/// What `nrl doctor` (and `check`, `run`, `cluster up`) show.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Reported findings: errors first, then warnings, each in rule order.
+    pub findings: Vec<Finding>,
+    /// Findings an allow comment or `doctor.allow` silenced.
+    pub silenced: Vec<(Finding, AllowedBy)>,
+}
+
+impl Report {
+    /// Apply `allows` to raw findings; problems with the allows themselves are added.
+    pub fn new(findings: Vec<Finding>, allows: &Allows) -> Report {
+        let mut r = Report::default();
+        for f in findings {
+            match allows.allowed(&f) {
+                Some(by) => r.silenced.push((f, by)),
+                None => r.findings.push(f),
+            }
+        }
+        r.findings.extend(allows.problems.iter().cloned());
+        r.sort();
+        r
+    }
+
+    fn sort(&mut self) {
+        // Stable: rule order is kept within a severity.
+        self.findings.sort_by_key(|f| f.severity);
+    }
+
+    /// Add another report's findings (preflight after offline), dropping repeats of
+    /// allow problems both reported.
+    pub fn merge(&mut self, other: Report) {
+        for f in other.findings {
+            if !self.findings.contains(&f) {
+                self.findings.push(f);
+            }
+        }
+        self.silenced.extend(other.silenced);
+        self.sort();
+    }
+
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.errors().next().is_some()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// Exit code of `nrl doctor`: 2 on errors (bad input), 0 otherwise.
+    pub fn exit(&self) -> Exit {
+        if self.has_errors() {
+            Exit::Input
+        } else {
+            Exit::Ok
+        }
+    }
+
+    /// Codes of the reported findings, in report order (handy in tests and scripts).
+    pub fn codes(&self) -> Vec<&'static str> {
+        self.findings.iter().map(|f| f.code).collect()
+    }
+
+    /// `doctor: 2 errors, 1 warning (1 silenced)` or `doctor: no problems found`.
+    pub fn summary(&self) -> String {
+        self.summary_as("doctor")
+    }
+
+    fn summary_as(&self, title: &str) -> String {
+        let e = self.errors().count();
+        let w = self.warnings().count();
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let mut s = if e + w == 0 {
+            format!("{title}: no problems found")
+        } else {
+            format!("{title}: {}, {}", plural(e, "error"), plural(w, "warning"))
+        };
+        if !self.silenced.is_empty() {
+            s.push_str(&format!(" ({} silenced)", self.silenced.len()));
+        }
+        s
+    }
+
+    /// Every finding as a miette report (errors first), then the summary line.
+    pub fn render(&self, color: bool, width: usize) -> String {
+        self.render_as(color, width, "doctor")
+    }
+
+    /// [`Report::render`] with another summary title (`doctor (offline rules only)`).
+    pub fn render_as(&self, color: bool, width: usize, title: &str) -> String {
+        let mut out = String::new();
+        for f in &self.findings {
+            out.push_str(&to_diag(f).render(color, width));
+            out.push('\n');
+        }
+        out.push_str(&self.summary_as(title));
+        out.push('\n');
+        out
+    }
+}
+
+/// A finding as a diagnostic (warnings keep their severity).
+pub fn to_diag(f: &Finding) -> Diag {
+    let mut d = Diag::new(f.code, f.message.clone()).label(f.span, f.label.clone());
+    for r in &f.related {
+        d = d.label(Some(r.span), r.text.clone());
+    }
+    if !f.fix.is_empty() {
+        d = d.help(f.fix.clone());
+    }
+    for n in &f.notes {
+        d = d.note(n.clone());
+    }
+    if f.severity == Severity::Warning {
+        d = d.warning();
+    }
+    d
+}

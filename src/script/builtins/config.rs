@@ -1,0 +1,266 @@
+//! `config`: the `Config` handle over a loaded recipe + infra pair.
+//!
+//! The handle keeps the library's ordered, spanned trees; values become Rhai values only
+//! when a script reads them (`get`, `resolved`, `infra`). `set` and `override` go through
+//! the same Hydra override path as command-line overrides and reload, so struct mode,
+//! validation and provenance (`explain`) stay exactly those of `nrl check`.
+
+use std::sync::Arc;
+
+use rhai::plugin::*;
+use rhai::{Array, Dynamic, Map};
+
+use crate::config::layers::{LoadRequest, LoadedConfig, load};
+use crate::config::node::Node;
+use crate::config::overrides::{expand_sweeps as expand, render_value};
+use crate::config::suggest::did_you_mean;
+use crate::diag::{Diag, Result};
+use crate::render::emit;
+use crate::render::meta::map_of;
+use crate::script::convert::{dynamic_to_node, node_to_dynamic, string_list};
+use crate::script::errors::{RhaiResult, fail};
+use crate::script::host::host;
+
+/// A loaded recipe + infra pair (`recipe(path, #{infra, overrides})`).
+#[derive(Clone)]
+pub struct Config {
+    state: Arc<ConfigState>,
+}
+
+struct ConfigState {
+    request: LoadRequest,
+    loaded: LoadedConfig,
+}
+
+impl Config {
+    /// Load (and validate) a pair.
+    pub fn load(request: LoadRequest) -> Result<Config> {
+        let loaded = load(&request)?;
+        Ok(Config {
+            state: Arc::new(ConfigState { request, loaded }),
+        })
+    }
+
+    pub fn loaded(&self) -> &LoadedConfig {
+        &self.state.loaded
+    }
+
+    pub fn request(&self) -> &LoadRequest {
+        &self.state.request
+    }
+
+    /// This pair with one more override; the handle is unchanged if it fails.
+    pub fn with_override(&self, text: String) -> Result<Config> {
+        let mut request = self.state.request.clone();
+        request.overrides.push(text);
+        Config::load(request)
+    }
+
+    /// A value by dotted path: `infra.…` reads the resolved infra, anything else the
+    /// resolved recipe.
+    pub fn value(&self, path: &str) -> Result<Node> {
+        let cfg = self.loaded();
+        let env = cfg.env.as_ref();
+        match path.strip_prefix("infra.") {
+            Some(rest) => crate::config::interp::resolve_path(&cfg.infra.source, rest, env),
+            None if path == "infra" => Ok(cfg.infra.source.clone()),
+            None => crate::config::interp::resolve_path(&cfg.recipe, path, env),
+        }
+    }
+
+    /// `{infra, recipe}`, both resolved, in file order (what `nrl check -o` writes).
+    pub fn bundle(&self) -> Result<Node> {
+        let cfg = self.loaded();
+        Ok(map_of(vec![
+            ("infra", cfg.infra.to_node()),
+            ("recipe", cfg.resolved_recipe()?),
+        ]))
+    }
+
+    fn describe(&self) -> String {
+        let req = self.request();
+        let mut s = format!("Config({}", req.recipe.display());
+        if let Some(i) = &req.infra {
+            s.push_str(&format!(", infra {}", i.display()));
+        }
+        if !req.overrides.is_empty() {
+            s.push_str(&format!(", {} override(s)", req.overrides.len()));
+        }
+        s.push(')');
+        s
+    }
+}
+
+const RECIPE_OPTIONS: [&str; 3] = ["infra", "overrides", "context"];
+
+#[export_module]
+pub mod config_module {
+    use super::*;
+
+    /// Load a NeMo-RL recipe (following its `defaults:` chain) with the infra from the
+    /// recipe's own `infra:` block; validated as `nrl check` does.
+    #[rhai_fn(return_raw)]
+    pub fn recipe(ctx: NativeCallContext, path: &str) -> RhaiResult<Config> {
+        load_recipe(&ctx, path, &Map::new())
+    }
+
+    /// Load a recipe with options: `infra` (infra YAML path), `overrides` (array of
+    /// Hydra overrides: `a.b=v`, `+a=v`, `~a`, `infra.x=v`), `context` (kube context used
+    /// when the namespace is inferred).
+    #[rhai_fn(name = "recipe", return_raw)]
+    pub fn recipe_with(ctx: NativeCallContext, path: &str, options: Map) -> RhaiResult<Config> {
+        load_recipe(&ctx, path, &options)
+    }
+
+    /// A value by dotted path, resolved: `cfg.get("policy.optimizer.kwargs.lr")`,
+    /// `cfg.get("infra.namespace")`. Maps and lists come back as Rhai maps and arrays.
+    #[rhai_fn(global, pure, return_raw)]
+    pub fn get(cfg: &mut Config, path: &str) -> RhaiResult<Dynamic> {
+        Ok(node_to_dynamic(&cfg.value(path).map_err(fail)?))
+    }
+
+    /// Set a value as the override `path=value` would (recipe keys must exist — add
+    /// new ones with `override("+path=value")`); the pair is reloaded and re-validated.
+    #[rhai_fn(global, return_raw)]
+    pub fn set(cfg: &mut Config, path: &str, value: Dynamic) -> RhaiResult<()> {
+        let node = dynamic_to_node(&value).map_err(fail)?;
+        let Some(text) = render_value(&node) else {
+            return Err(fail(
+                Diag::new(
+                    "nrl::script::override",
+                    format!("cannot write this value for `{path}` as an override"),
+                )
+                .help("use `override(\"path=…\")` with the value written in Hydra syntax"),
+            ));
+        };
+        *cfg = cfg.with_override(format!("{path}={text}")).map_err(fail)?;
+        Ok(())
+    }
+
+    /// Apply one Hydra override (`"+a.b=1"`, `"~a.b"`, `"infra.labels.team=rl"`) and
+    /// reload; the handle is unchanged if it fails.
+    #[rhai_fn(global, name = "override", return_raw)]
+    pub fn apply_override(cfg: &mut Config, text: &str) -> RhaiResult<()> {
+        *cfg = cfg.with_override(text.to_string()).map_err(fail)?;
+        Ok(())
+    }
+
+    /// Which layer, file and line set `key` (what `nrl check --explain KEY` prints).
+    #[rhai_fn(global, pure, return_raw)]
+    pub fn explain(cfg: &mut Config, key: &str) -> RhaiResult<String> {
+        let e = crate::config::provenance::explain(cfg.loaded(), key).map_err(fail)?;
+        Ok(e.to_string())
+    }
+
+    /// The resolved pair: `#{infra: …, recipe: …}`.
+    #[rhai_fn(global, pure, return_raw)]
+    pub fn resolved(cfg: &mut Config) -> RhaiResult<Map> {
+        let bundle = cfg.bundle().map_err(fail)?;
+        match node_to_dynamic(&bundle).try_cast::<Map>() {
+            Some(m) => Ok(m),
+            None => Ok(Map::new()),
+        }
+    }
+
+    /// The resolved infra settings as a map.
+    #[rhai_fn(global, pure)]
+    pub fn infra(cfg: &mut Config) -> Dynamic {
+        node_to_dynamic(&cfg.loaded().infra.to_node())
+    }
+
+    /// The resolved pair as YAML, keys in file order.
+    #[rhai_fn(global, pure, return_raw)]
+    pub fn to_yaml(cfg: &mut Config) -> RhaiResult<String> {
+        Ok(emit::to_yaml(&cfg.bundle().map_err(fail)?))
+    }
+
+    /// The resolved pair as JSON (indented), keys in file order.
+    #[rhai_fn(global, pure, return_raw)]
+    pub fn to_json(cfg: &mut Config) -> RhaiResult<String> {
+        Ok(emit::to_json(&cfg.bundle().map_err(fail)?, false))
+    }
+
+    /// The recipe path as given.
+    #[rhai_fn(global, get = "recipe_path", pure)]
+    pub fn recipe_path(cfg: &mut Config) -> String {
+        cfg.request().recipe.display().to_string()
+    }
+
+    /// The infra path as given, or `()` when the recipe carries its infra.
+    #[rhai_fn(global, get = "infra_path", pure)]
+    pub fn infra_path(cfg: &mut Config) -> Dynamic {
+        match &cfg.request().infra {
+            Some(p) => p.display().to_string().into(),
+            None => Dynamic::UNIT,
+        }
+    }
+
+    /// The overrides applied so far, in order.
+    #[rhai_fn(global, get = "overrides", pure)]
+    pub fn overrides(cfg: &mut Config) -> Array {
+        cfg.request()
+            .overrides
+            .iter()
+            .map(|o| o.clone().into())
+            .collect()
+    }
+
+    /// The namespace the run goes to.
+    #[rhai_fn(global, get = "namespace", pure)]
+    pub fn namespace(cfg: &mut Config) -> String {
+        cfg.loaded().infra.namespace.clone()
+    }
+
+    #[rhai_fn(global, name = "to_string", pure)]
+    pub fn to_string(cfg: &mut Config) -> String {
+        cfg.describe()
+    }
+
+    #[rhai_fn(global, name = "to_debug", pure)]
+    pub fn to_debug(cfg: &mut Config) -> String {
+        cfg.describe()
+    }
+
+    /// Expand Hydra sweeps into runs: `["a=1,2", "b=x,y"]` gives
+    /// `[["a=1","b=x"], ["a=1","b=y"], ["a=2","b=x"], ["a=2","b=y"]]` (first varies slowest).
+    #[rhai_fn(return_raw)]
+    pub fn expand_sweeps(overrides: Array) -> RhaiResult<Array> {
+        let args =
+            string_list(&Dynamic::from_array(overrides), "the sweep overrides").map_err(fail)?;
+        let runs = expand(&args).map_err(fail)?;
+        Ok(runs
+            .into_iter()
+            .map(|run| Dynamic::from_array(run.into_iter().map(Dynamic::from).collect()))
+            .collect())
+    }
+}
+
+fn load_recipe(ctx: &NativeCallContext, path: &str, options: &Map) -> RhaiResult<Config> {
+    let h = host(ctx)?;
+    for key in options.keys() {
+        if !RECIPE_OPTIONS.contains(&key.as_str()) {
+            let mut d = Diag::new(
+                "nrl::script::option",
+                format!("recipe() has no option `{key}`"),
+            );
+            d = match did_you_mean(key, RECIPE_OPTIONS) {
+                Some(s) => d.help(format!(
+                    "did you mean `{s}`? (options: infra, overrides, context)"
+                )),
+                None => d.help("the options are `infra`, `overrides` and `context`"),
+            };
+            return Err(fail(d));
+        }
+    }
+    let mut req = LoadRequest::new(h.path(path), h.opts.env.clone());
+    if let Some(infra) = options.get("infra").filter(|v| !v.is_unit()) {
+        req.infra = Some(h.path(&infra.to_string()));
+    }
+    if let Some(ovs) = options.get("overrides").filter(|v| !v.is_unit()) {
+        req.overrides = string_list(ovs, "`overrides`").map_err(fail)?;
+    }
+    if let Some(c) = options.get("context").filter(|v| !v.is_unit()) {
+        req.context = Some(c.to_string());
+    }
+    Config::load(req).map_err(fail)
+}

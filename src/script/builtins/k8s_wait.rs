@@ -1,0 +1,110 @@
+//! Named wait conditions of `k8s::wait` (`"exists"`, `"deleted"`, `"ready"`,
+//! `"terminal"`) as verdict functions over the watched object.
+
+use rhai::EvalAltResult;
+use serde_json::Value as Json;
+
+use crate::diag::Diag;
+use crate::k8s::wait::{
+    Verdict, deployment_available, raycluster_ready, rayjob_terminal_state, str_at,
+};
+use crate::script::errors::{RhaiResult, usage};
+
+pub type Check = Box<dyn FnMut(Option<&Json>) -> Verdict<Option<Json>> + Send>;
+
+/// The verdict function for a named condition on a kind.
+pub fn condition_check(kind: &str, condition: &str) -> RhaiResult<Check> {
+    let done = |o: Option<&Json>| Verdict::Done(o.cloned());
+    let check: Check = match condition {
+        "exists" => Box::new(move |o| {
+            if o.is_some() {
+                done(o)
+            } else {
+                Verdict::Pending
+            }
+        }),
+        "deleted" => Box::new(|o| {
+            if o.is_none() {
+                Verdict::Done(None)
+            } else {
+                Verdict::Pending
+            }
+        }),
+        "ready" => match kind {
+            "RayCluster" => Box::new(|o| map_verdict(raycluster_ready(o))),
+            "Deployment" => Box::new(|o| map_verdict(deployment_available(o))),
+            "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
+                Some("Running" | "Succeeded") => done(o),
+                Some("Failed") => {
+                    Verdict::Fail(Diag::api("nrl::k8s::pod_failed", "the pod failed"))
+                }
+                _ => Verdict::Pending,
+            }),
+            "Job" => Box::new(move |o| job_verdict(o, true)),
+            _ => return Err(no_condition(kind, condition)),
+        },
+        "terminal" => {
+            match kind {
+                "RayJob" => Box::new(move |o| {
+                    match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
+                        Some(s) if rayjob_terminal_state(s) => done(o),
+                        _ => Verdict::Pending,
+                    }
+                }),
+                "Job" => Box::new(move |o| job_verdict(o, false)),
+                "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
+                    Some("Succeeded" | "Failed") => done(o),
+                    _ => Verdict::Pending,
+                }),
+                _ => return Err(no_condition(kind, condition)),
+            }
+        }
+        _ => {
+            return Err(usage(
+                "nrl::script::condition",
+                format!("unknown wait condition `{condition}`"),
+                "the conditions are \"exists\", \"deleted\", \"ready\", \"terminal\", or pass a closure |obj| -> bool",
+            ));
+        }
+    };
+    Ok(check)
+}
+
+fn map_verdict(v: Verdict<Json>) -> Verdict<Option<Json>> {
+    match v {
+        Verdict::Pending => Verdict::Pending,
+        Verdict::Done(o) => Verdict::Done(Some(o)),
+        Verdict::Fail(d) => Verdict::Fail(d),
+    }
+}
+
+/// batch/v1 Job: complete (or, when `ready_only` is false, failed too).
+fn job_verdict(o: Option<&Json>, ready_only: bool) -> Verdict<Option<Json>> {
+    let Some(obj) = o else {
+        return Verdict::Pending;
+    };
+    let has = |t: &str| {
+        obj.pointer("/status/conditions")
+            .and_then(Json::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == t && c["status"] == "True"))
+    };
+    if has("Complete") {
+        Verdict::Done(Some(obj.clone()))
+    } else if has("Failed") {
+        if ready_only {
+            Verdict::Fail(Diag::api("nrl::k8s::job_failed", "the Job failed"))
+        } else {
+            Verdict::Done(Some(obj.clone()))
+        }
+    } else {
+        Verdict::Pending
+    }
+}
+
+fn no_condition(kind: &str, condition: &str) -> Box<EvalAltResult> {
+    usage(
+        "nrl::script::condition",
+        format!("`{condition}` is not defined for {kind}"),
+        "\"ready\": RayCluster, Deployment, Pod, Job; \"terminal\": RayJob, Job, Pod; or pass a closure",
+    )
+}

@@ -1,0 +1,369 @@
+//! The state one script run shares with its built-ins: options, output, the plan, the
+//! cancellation token, the async runtime, the Kubernetes connection and the sources of
+//! every compiled script (for error rendering).
+//!
+//! Plugin functions cannot capture state, so the engine's default tag carries a
+//! [`HostRef`]; built-ins reach it through [`host`] from their `NativeCallContext`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rhai::{EvalAltResult, NativeCallContext};
+use tokio_util::sync::CancellationToken;
+
+use super::errors::{RhaiResult, cancelled, fail};
+use super::output::{Output, StdOutput, Stream};
+use super::plan::Plan;
+use crate::config::env::{Env, ProcessEnv};
+use crate::config::source::SrcId;
+use crate::diag::Diag;
+use crate::k8s::{ConnectOptions, K8s};
+
+/// Sandbox limits of the engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Operations per run (a simple expression is ~5–10); stops `loop {}`.
+    pub max_operations: u64,
+    pub max_call_levels: usize,
+    /// Nesting of expressions at the top level and inside functions.
+    pub max_expr_depth: usize,
+    pub max_fn_expr_depth: usize,
+    pub max_string_size: usize,
+    pub max_array_size: usize,
+    pub max_map_size: usize,
+    /// Modules loaded per run (guards against recursive imports).
+    pub max_modules: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_operations: 50_000_000,
+            max_call_levels: 64,
+            max_expr_depth: 64,
+            max_fn_expr_depth: 32,
+            max_string_size: 64 << 20,
+            max_array_size: 1_000_000,
+            max_map_size: 100_000,
+            max_modules: 64,
+        }
+    }
+}
+
+/// How to run scripts.
+#[derive(Clone)]
+pub struct HostOptions {
+    /// Plan mode: record cluster-changing actions instead of doing them.
+    pub dry_run: bool,
+    /// Files read and written by scripts must lie under this directory; relative paths
+    /// (recipes, `read_file`) are taken from here.
+    pub workdir: PathBuf,
+    /// Environment for `env()`, `${oc.env:…}` and `${user:}`.
+    pub env: Arc<dyn Env>,
+    /// Directories searched for `import "x"` after the importing script's own (`NRL_PATH`).
+    pub search_path: Vec<PathBuf>,
+    pub output: Arc<dyn Output>,
+    /// Whether stdin is a terminal (`prompt`/`confirm` ask; otherwise they take the default).
+    pub interactive: bool,
+    /// Runtime for I/O built-ins; `None` starts a small one on first use.
+    pub runtime: Option<tokio::runtime::Handle>,
+    /// Cancelled by Ctrl-C; stops the script and any built-in waiting on I/O.
+    pub cancel: CancellationToken,
+    pub limits: Limits,
+    /// Kubernetes context / namespace / kubeconfig for the `k8s` built-ins.
+    pub connect: ConnectOptions,
+}
+
+impl HostOptions {
+    /// Defaults for `workdir`: the real environment, stdout/stderr, `NRL_PATH`.
+    pub fn new(workdir: impl Into<PathBuf>) -> HostOptions {
+        let env: Arc<dyn Env> = Arc::new(ProcessEnv);
+        let search_path = env
+            .var("NRL_PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        HostOptions {
+            dry_run: false,
+            workdir: workdir.into(),
+            env,
+            search_path,
+            output: Arc::new(StdOutput),
+            interactive: false,
+            runtime: None,
+            cancel: CancellationToken::new(),
+            limits: Limits::default(),
+            connect: ConnectOptions::default(),
+        }
+    }
+}
+
+/// A compiled script or module, for mapping Rhai positions back to text.
+#[derive(Debug, Default)]
+pub(crate) struct Sources {
+    /// Rhai source name (what `AST::set_source` got) → registered source.
+    pub by_name: HashMap<String, SrcId>,
+    /// Import path as written (`"nrl/checklist"`, `"lib/x"`) → Rhai source name.
+    pub by_import: HashMap<String, String>,
+}
+
+/// Shared state of one run.
+pub struct Host {
+    pub opts: HostOptions,
+    pub plan: Plan,
+    exit_code: Mutex<Option<u8>>,
+    own_runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    k8s: tokio::sync::Mutex<Option<K8s>>,
+    connect: Mutex<ConnectOptions>,
+    announced: Mutex<Option<String>>,
+    pub(crate) sources: Mutex<Sources>,
+    regexes: Mutex<HashMap<String, regex::Regex>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("dry_run", &self.opts.dry_run)
+            .field("workdir", &self.opts.workdir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    pub fn new(opts: HostOptions) -> Arc<Host> {
+        let connect = opts.connect.clone();
+        Arc::new(Host {
+            opts,
+            plan: Plan::new(),
+            exit_code: Mutex::new(None),
+            own_runtime: OnceLock::new(),
+            k8s: tokio::sync::Mutex::new(None),
+            connect: Mutex::new(connect),
+            announced: Mutex::new(None),
+            sources: Mutex::new(Sources::default()),
+            regexes: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn dry_run(&self) -> bool {
+        self.opts.dry_run
+    }
+
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.opts.cancel
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.opts.cancel.is_cancelled()
+    }
+
+    /// The code set by `exit(n)`, if the script called it.
+    pub fn exit_code(&self) -> Option<u8> {
+        *self.exit_code.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_exit_code(&self, code: u8) {
+        *self.exit_code.lock().unwrap_or_else(|e| e.into_inner()) = Some(code);
+    }
+
+    pub fn print(&self, stream: Stream, text: &str) {
+        self.opts.output.write(stream, text);
+    }
+
+    /// Write `text` and a newline to `stream`.
+    pub fn line(&self, stream: Stream, text: &str) {
+        let mut s = String::with_capacity(text.len() + 1);
+        s.push_str(text);
+        s.push('\n');
+        self.opts.output.write(stream, &s);
+    }
+
+    fn runtime_handle(&self) -> Result<tokio::runtime::Handle, Diag> {
+        if let Some(h) = &self.opts.runtime {
+            return Ok(h.clone());
+        }
+        let rt = self.own_runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("nrl-script-io")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        });
+        match rt {
+            Ok(rt) => Ok(rt.handle().clone()),
+            Err(e) => Err(Diag::new(
+                "nrl::runtime",
+                format!("cannot start the async runtime: {e}"),
+            )),
+        }
+    }
+
+    /// Run `fut` to completion on the runtime from the engine thread; Ctrl-C cancels it.
+    ///
+    /// Must not be called from inside the runtime (a callback running within another
+    /// `block_on`); that is reported as an error instead of tokio's panic.
+    pub fn block_on<T>(&self, fut: impl Future<Output = Result<T, Diag>>) -> RhaiResult<T> {
+        if self.is_cancelled() {
+            return Err(cancelled());
+        }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(fail(
+                Diag::new(
+                    "nrl::script::nested_io",
+                    "a built-in that waits on I/O was called from inside another one",
+                )
+                .help("call it after the enclosing built-in has returned"),
+            ));
+        }
+        let handle = self.runtime_handle().map_err(fail)?;
+        let token = self.opts.cancel.clone();
+        let outcome = handle.block_on(async move {
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => None,
+                r = fut => Some(r),
+            }
+        });
+        match outcome {
+            None => Err(cancelled()),
+            Some(r) => r.map_err(fail),
+        }
+    }
+
+    /// Spawn `fut` on the runtime (for streams feeding callbacks on the engine thread).
+    pub fn spawn<F>(&self, fut: F) -> RhaiResult<tokio::task::JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let handle = self.runtime_handle().map_err(fail)?;
+        Ok(handle.spawn(fut))
+    }
+
+    /// The Kubernetes client, connected on first use with the current options.
+    pub fn k8s(&self) -> RhaiResult<K8s> {
+        let opts = self.connect_options();
+        self.block_on(async {
+            let mut slot = self.k8s.lock().await;
+            if let Some(k) = slot.as_ref() {
+                return Ok(k.clone());
+            }
+            let k = K8s::connect(&opts).await?;
+            *slot = Some(k.clone());
+            Ok(k)
+        })
+    }
+
+    pub fn connect_options(&self) -> ConnectOptions {
+        self.connect.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Change context or namespace; the next `k8s` call reconnects.
+    pub fn set_connect(&self, f: impl FnOnce(&mut ConnectOptions)) {
+        if let Ok(mut c) = self.connect.lock() {
+            f(&mut c);
+        }
+        if let Ok(mut slot) = self.k8s.try_lock() {
+            *slot = None;
+        }
+    }
+
+    /// Print "acting on context `x`, namespace `y`" before the first change to a cluster
+    /// (once per context and namespace).
+    pub fn announce(&self, k: &K8s, namespace: &str) {
+        let banner = format!("context `{}`, namespace `{namespace}`", k.context);
+        let mut last = self.announced.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_deref() != Some(banner.as_str()) {
+            self.line(Stream::Stderr, &format!("acting on {banner}"));
+            *last = Some(banner);
+        }
+    }
+
+    /// A path from a script: absolute as is; relative ones are taken from the working
+    /// directory (kept relative when that is the process's directory, so messages and
+    /// provenance show paths as the user wrote them).
+    pub fn path(&self, p: &str) -> PathBuf {
+        let path = PathBuf::from(p);
+        if path.is_absolute() {
+            return path;
+        }
+        let same = std::env::current_dir()
+            .ok()
+            .zip(std::fs::canonicalize(&self.opts.workdir).ok())
+            .is_some_and(|(cwd, wd)| std::fs::canonicalize(cwd).ok() == Some(wd));
+        if same {
+            path
+        } else {
+            self.opts.workdir.join(path)
+        }
+    }
+
+    /// A compiled regex (cached: scripts call the same patterns in loops).
+    pub fn regex(&self, pattern: &str) -> Result<regex::Regex, Diag> {
+        let mut cache = self.regexes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(re) = cache.get(pattern) {
+            return Ok(re.clone());
+        }
+        let re = regex::Regex::new(pattern).map_err(|e| {
+            Diag::new(
+                "nrl::script::regex",
+                format!("invalid regular expression `{pattern}`: {e}"),
+            )
+            .help("the syntax is Rust's `regex` crate (no look-around or back-references)")
+        })?;
+        if cache.len() >= 256 {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), re.clone());
+        Ok(re)
+    }
+
+    /// Record the Rhai source name of a compiled text.
+    pub(crate) fn add_source(&self, rhai_name: &str, id: SrcId) {
+        if let Ok(mut s) = self.sources.lock() {
+            s.by_name.insert(rhai_name.to_string(), id);
+        }
+    }
+
+    pub(crate) fn add_import(&self, import_path: &str, rhai_name: &str) {
+        if let Ok(mut s) = self.sources.lock() {
+            s.by_import
+                .insert(import_path.to_string(), rhai_name.to_string());
+        }
+    }
+
+    pub(crate) fn source_id(&self, rhai_name: &str) -> Option<SrcId> {
+        self.sources
+            .lock()
+            .ok()
+            .and_then(|s| s.by_name.get(rhai_name).copied())
+    }
+
+    pub(crate) fn import_source(&self, import_path: &str) -> Option<String> {
+        self.sources
+            .lock()
+            .ok()
+            .and_then(|s| s.by_import.get(import_path).cloned())
+    }
+}
+
+/// The engine tag that carries the host to plugin functions.
+#[derive(Clone)]
+pub struct HostRef(pub Arc<Host>);
+
+/// The host of the running script.
+pub fn host(ctx: &NativeCallContext) -> Result<Arc<Host>, Box<EvalAltResult>> {
+    ctx.tag()
+        .and_then(|t| t.read_lock::<HostRef>().map(|h| h.0.clone()))
+        .ok_or_else(|| {
+            fail(Diag::new(
+                "nrl::script::host",
+                format!(
+                    "`{}` needs the nrl script host (engine built by script::engine::new_engine)",
+                    ctx.fn_name()
+                ),
+            ))
+        })
+}

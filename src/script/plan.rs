@@ -1,0 +1,121 @@
+//! Plan mode: what a script would have changed.
+//!
+//! Under `nrl script --dry-run`, every built-in that would change a cluster (apply,
+//! delete, submit, stop, exec, launches) or the machine (`shell`, `write_file`) records a
+//! step here instead of acting, and returns a simulated handle so the script carries on.
+//! The plan is printed as a table when the script ends.
+
+use std::sync::Mutex;
+
+use comfy_table::{Table, presets};
+
+/// One recorded action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanStep {
+    /// Verb: `apply`, `delete`, `submit`, `stop`, `exec`, `shell`, `write`, …
+    pub action: String,
+    /// What it acts on: `RayJob/alice-quickstart`, a dashboard job id, a file.
+    pub target: String,
+    /// One line of specifics (namespace, options).
+    pub details: String,
+}
+
+/// The steps of one run, in order.
+#[derive(Debug, Default)]
+pub struct Plan {
+    steps: Mutex<Vec<PlanStep>>,
+}
+
+impl Plan {
+    pub fn new() -> Plan {
+        Plan::default()
+    }
+
+    /// Record a step; returns its 1-based number (used in simulated ids).
+    pub fn record(
+        &self,
+        action: impl Into<String>,
+        target: impl Into<String>,
+        details: impl Into<String>,
+    ) -> usize {
+        let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+        steps.push(PlanStep {
+            action: action.into(),
+            target: target.into(),
+            details: details.into(),
+        });
+        steps.len()
+    }
+
+    pub fn steps(&self) -> Vec<PlanStep> {
+        self.steps.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.steps.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The plan as printed at the end of a dry run.
+    pub fn render(&self) -> String {
+        render_steps(&self.steps())
+    }
+}
+
+/// `plan: N step(s), nothing was changed` followed by a `#  ACTION  TARGET  DETAILS` table.
+pub fn render_steps(steps: &[PlanStep]) -> String {
+    if steps.is_empty() {
+        return "plan: no changes (the script would not change anything)\n".to_string();
+    }
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    table.force_no_tty();
+    table.set_header(vec!["#", "ACTION", "TARGET", "DETAILS"]);
+    for (i, s) in steps.iter().enumerate() {
+        table.add_row(vec![
+            (i + 1).to_string(),
+            s.action.clone(),
+            s.target.clone(),
+            s.details.clone(),
+        ]);
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    let mut out = format!(
+        "plan: {} step{} (dry run: nothing was changed)\n",
+        steps.len(),
+        if steps.len() == 1 { "" } else { "s" }
+    );
+    for line in table.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_render_as_a_numbered_table() {
+        let plan = Plan::new();
+        assert_eq!(plan.record("apply", "RayJob/a", "namespace ns"), 1);
+        assert_eq!(plan.record("submit", "job", ""), 2);
+        let text = plan.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "plan: 2 steps (dry run: nothing was changed)");
+        assert!(lines[1].starts_with('#') && lines[1].contains("ACTION"));
+        assert!(lines[2].starts_with("1  ") && lines[2].contains("RayJob/a"));
+        assert!(lines[3].contains("submit"));
+    }
+
+    #[test]
+    fn an_empty_plan_says_so() {
+        assert!(Plan::new().render().starts_with("plan: no changes"));
+    }
+}
