@@ -470,7 +470,14 @@ fn tail_job_logs_bridges_chunks_to_a_channel() {
         }
         // Everything Ray logged arrived, once, in order (Ray interleaves its own lines).
         assert_eq!(all, client.logs(&id).await.unwrap());
-        let at = |l: &str| all.find(l).unwrap_or_else(|| panic!("{l} in {all}"));
-        assert!(at("line one\n") < at("line two\n") && at("line two\n") < at("done\n"));
+        let at = |want: &str| {
+            all.lines()
+                .position(|l| l == want)
+                .unwrap_or_else(|| panic!("{want} in {all}"))
+        };
+        assert!(
+            at("line one") < at("line two") && at("line two") < at("done"),
+            "{all}"
+        );
     });
 }
