@@ -77,6 +77,7 @@ pub async fn cluster_up(
                         let d = DaemonOptions {
                             replace: false,
                             repo_root: opts.repo_root.clone(),
+                            code_path: super::super::daemon::code_path_of(cfg),
                         };
                         submit_daemon(k8s, cfg, *role, &d, progress).await?
                     };
