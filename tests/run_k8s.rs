@@ -481,3 +481,55 @@ fn tail_job_logs_bridges_chunks_to_a_channel() {
         );
     });
 }
+
+/// `run` runs the doctor gate before applying anything: a literal secret in `launch.env`
+/// stops it with exit 2 and nothing is applied; `--skip-doctor` lets it through to the
+/// RayJob apply.
+#[test]
+fn doctor_errors_stop_run_unless_skipped() {
+    let fake = FakeK8s::start();
+    let home = tempfile::tempdir().unwrap();
+    let secret = "infra.launch.env.WANDB_API_KEY=\"0123456789abcdef0123456789abcdef01234567\"";
+    let base = |extra: &[&str]| {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("NRL_USER", "tester")
+            .env("NO_COLOR", "1")
+            .envs(fake.env())
+            .current_dir(repo())
+            .timeout(Duration::from_secs(120))
+            .args([
+                "run",
+                QS_RECIPE,
+                "--infra",
+                QS_INFRA,
+                "--no-wait",
+                "--code-source",
+                "image",
+                "--code-path",
+                "/opt/nemo-rl",
+            ])
+            .arg(secret)
+            .args(extra);
+        cmd.output().unwrap()
+    };
+    let out = base(&[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nrl::doctor::literal_secret"), "{err}");
+    assert!(err.contains("nrl::doctor::gate"), "{err}");
+    assert!(
+        !fake.request_log().iter().any(|r| r.is_apply()),
+        "nothing applied"
+    );
+    let out = base(&["--skip-doctor"]);
+    let err = text(&out.stderr);
+    assert!(
+        fake.request_log()
+            .iter()
+            .any(|r| r.is_apply() && r.path.contains("rayjobs")),
+        "RayJob applied: {err}"
+    );
+}

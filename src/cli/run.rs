@@ -155,6 +155,10 @@ pub struct RunArgs {
     /// when a point fails); see `nrl verify`.
     #[arg(long, conflicts_with_all = ["local", "ray_address", "dry_run"])]
     pub verify: bool,
+    /// Launch even when `nrl doctor` (offline rules + read-only preflight, run before
+    /// anything is applied) finds errors.
+    #[arg(long)]
+    pub skip_doctor: bool,
     #[command(flatten)]
     pub kube: super::common::KubeArgs,
 }

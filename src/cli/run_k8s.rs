@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{RunArgs, run_context, runtime, write_stdout};
 use crate::config::layers::LoadedConfig;
+use crate::config::node::Node;
 use crate::diag::{Exit, Result};
 use crate::k8s::K8s;
 use crate::launch::ephemeral::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions, RunEnd, Teardown};
@@ -61,8 +62,22 @@ pub fn dry_run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     write_stdout(&text)
 }
 
-async fn connect(args: &RunArgs, cfg: &LoadedConfig) -> Result<K8s> {
-    args.kube.connect(Some(&cfg.infra.namespace)).await
+/// Connect and run the doctor gate (unless `--skip-doctor`) before anything is applied.
+/// The launch itself says which context and namespace it acts on.
+async fn connect(args: &RunArgs, cfg: &LoadedConfig, launch: &[Node]) -> Result<K8s> {
+    let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
+    if !args.skip_doctor {
+        let mut manifests = crate::render::check_manifests(&cfg.infra)?;
+        manifests.extend(launch.iter().cloned());
+        let opts = crate::doctor::Options {
+            code_source: args.code_source,
+            repo_root: args.repo_root.clone(),
+            rayjob: !args.raycluster,
+        };
+        let (color, width) = super::doctor::style(true);
+        crate::doctor::gate::gate(&k8s, cfg, &manifests, &opts, color, width).await?;
+    }
+    Ok(k8s)
 }
 
 /// Ctrl-C (and SIGTERM/SIGHUP) cancel the token; registered before anything is created.
@@ -89,7 +104,11 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     let plan = ephemeral::plan(&cfg, &opts)?;
     runtime()?.block_on(async move {
         let cancel = cancel_on_signals()?;
-        let k8s = connect(args, &cfg).await?;
+        let launch: Vec<Node> = std::iter::once(&plan.manifest)
+            .chain(&plan.dra)
+            .map(Node::from_json)
+            .collect();
+        let k8s = connect(args, &cfg, &launch).await?;
         let mut console = Console::new();
         let (outcome, record) =
             rayjob_run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
@@ -162,7 +181,7 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
     let plan = longlived::plan(&cfg, &ctx, &opts)?;
     runtime()?.block_on(async move {
         let cancel = cancel_on_signals()?;
-        let k8s = connect(args, &cfg).await?;
+        let k8s = connect(args, &cfg, &[]).await?;
         let mut console = Console::new();
         let outcome = longlived::run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
         let id = outcome.record.id.clone();

@@ -255,13 +255,8 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
         host: h.clone(),
         quiet: Progress::quiet(),
     };
-    let started = h.block_on(ephemeral::start(
-        &k,
-        &plan,
-        &run,
-        &mut out,
-        h.cancel_token(),
-    ))?;
+    let cancel = h.cancel_token();
+    let started = h.block_on(ephemeral::start(&k, &plan, &run, &mut out, &cancel))?;
     if let Start::Ended(o) = &started
         && matches!(o.end, RunEnd::Cancelled | RunEnd::Detached)
     {
