@@ -158,3 +158,26 @@ pub fn to_diag(f: &Finding) -> Diag {
     }
     d
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_codes_report_render_and_dedupe_like_built_in_ones() {
+        let custom = || Finding::custom("team::gym", Severity::Warning, "no gym").fix("add it");
+        let findings = super::super::dedupe(vec![
+            custom(),
+            custom(),
+            Finding::new(super::super::rules::GPU_MISMATCH, "gpus"),
+        ]);
+        let report = Report::new(findings, &Allows::default());
+        assert_eq!(report.codes(), ["nrl::doctor::gpu_mismatch", "team::gym"]);
+        let text = report.render(false, 80);
+        assert!(text.contains("team::gym"), "{text}");
+        assert!(text.ends_with("doctor: 1 error, 1 warning\n"), "{text}");
+        // The same custom code renders through one interned string.
+        let a = static_code(&custom());
+        assert!(std::ptr::eq(a, static_code(&custom())));
+    }
+}
