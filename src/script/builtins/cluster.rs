@@ -393,10 +393,12 @@ fn daemon_map(id: &str, submitted: Dynamic) -> Map {
 fn plan_up(h: &Host, cfg: &Config, t: &Target, opts: &UpOptions) -> RhaiResult<Dynamic> {
     let loaded = cfg.loaded();
     let ns = loaded.infra.namespace.clone();
-    let wait = if opts.wait {
-        format!("; wait until ready ({}s)", opts.timeout.as_secs())
-    } else {
-        String::new()
+    let wait = |state: &str| {
+        if opts.wait {
+            format!("; wait until {state} ({}s)", opts.timeout.as_secs())
+        } else {
+            String::new()
+        }
     };
     let handle = match t {
         Target::Role(role) => {
@@ -406,7 +408,7 @@ fn plan_up(h: &Host, cfg: &Config, t: &Target, opts: &UpOptions) -> RhaiResult<D
             if dra > 0 {
                 details.push_str(&format!("; {dra} DRA object(s) first"));
             }
-            details.push_str(&wait);
+            details.push_str(&wait("ready"));
             let daemon = c.daemon.as_ref().map(|d| daemon_base_id(c, d));
             if let Some(id) = daemon.as_ref().filter(|_| opts.wait && opts.daemons) {
                 details.push_str(&format!("; then daemon {id}"));
@@ -437,7 +439,11 @@ fn plan_up(h: &Host, cfg: &Config, t: &Target, opts: &UpOptions) -> RhaiResult<D
                 .get(key)
                 .map(|d| d.name.clone())
                 .unwrap_or_else(|| key.clone());
-            let details = format!("{} in namespace {ns}; with its Service{wait}", t.label());
+            let details = format!(
+                "{} in namespace {ns}; with its Service{}",
+                t.label(),
+                wait("available")
+            );
             h.plan
                 .record("apply", format!("Deployment/{name}"), details);
             h.plan.mark(object_key("Deployment", &ns, &name), "applied");
