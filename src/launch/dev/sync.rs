@@ -1,5 +1,5 @@
-//! Copying local code into the dev pod (the script built-in `dev::sync`): the same file
-//! selection as a Ray upload ([`UploadSet`]: include paths, `.git`, `__pycache__`,
+//! Copying local code into the dev pod (the script built-in `dev::sync_code`): the same
+//! file selection as a Ray upload ([`UploadSet`]: include paths, `.git`, `__pycache__`,
 //! `.venv` and friends left out), zipped in memory and unpacked in the pod by Python
 //! through one exec, so nothing but `python3` is needed in the image (no rsync, no tar,
 //! no kubectl cp).

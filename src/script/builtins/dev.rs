@@ -1,6 +1,6 @@
 //! `dev`: the personal dev pod through `crate::launch::dev` — the library behind
-//! `nrl dev setup-secrets|connect|stop` — plus `sync`, which copies local code into the
-//! pod. The pod comes from `dev:` in the infra layers (shipped defaults, user defaults,
+//! `nrl dev setup-secrets|connect|stop` — plus `sync_code`, which copies local code into
+//! the pod. The pod comes from `dev:` in the infra layers (shipped defaults, user defaults,
 //! an `infra` file), as for the commands.
 //!
 //! Everything that changes the cluster is recorded in plan mode. Secret values are never
@@ -93,15 +93,15 @@ pub mod dev_module {
     /// locally stay in the pod. Needs `python3` in the image. Returns `#{files, bytes,
     /// dest, pod, planned}`. Recorded in plan mode.
     #[rhai_fn(return_raw)]
-    pub fn sync(ctx: NativeCallContext, paths: Dynamic) -> RhaiResult<Map> {
+    pub fn sync_code(ctx: NativeCallContext, paths: Dynamic) -> RhaiResult<Map> {
         at(ctx.call_position(), sync_paths(&ctx, &paths, &Map::new()))
     }
 
-    /// `sync` with options: `dest` (directory in the pod; relative ones are under its
+    /// `sync_code` with options: `dest` (directory in the pod; relative ones are under its
     /// working directory; default `.`), `repo_root` (what `paths` are relative to),
     /// `timeout`, `namespace`, `infra`, `image`.
-    #[rhai_fn(name = "sync", return_raw)]
-    pub fn sync_with(ctx: NativeCallContext, paths: Dynamic, options: Map) -> RhaiResult<Map> {
+    #[rhai_fn(name = "sync_code", return_raw)]
+    pub fn sync_code_with(ctx: NativeCallContext, paths: Dynamic, options: Map) -> RhaiResult<Map> {
         at(ctx.call_position(), sync_paths(&ctx, &paths, &options))
     }
 
@@ -329,7 +329,7 @@ fn shown(words: &[String]) -> String {
 fn sync_paths(ctx: &NativeCallContext, paths: &Dynamic, options: &Map) -> RhaiResult<Map> {
     let h = host(ctx)?;
     let o = Options::new(
-        "dev::sync",
+        "dev::sync_code",
         options,
         &allowed(&["dest", "repo_root", "timeout"]),
     )?;
@@ -356,7 +356,7 @@ fn sync_paths(ctx: &NativeCallContext, paths: &Dynamic, options: &Map) -> RhaiRe
             "sync",
             format!("Pod/{}", pod.name),
             format!(
-                "namespace {}; {} files ({}) from {} to {dest}",
+                "namespace {}; {} file(s) ({}) from {} to {dest}",
                 pod.namespace,
                 set.file_count(),
                 crate::ray::package::mib(set.total_bytes()),
