@@ -44,6 +44,8 @@ pub struct Run {
     /// A Ray run submitted with `follow: false`, until `follow()` takes it.
     pending: Option<Arc<Mutex<Option<RayRun>>>>,
     client: Option<RayClient>,
+    /// Keep a followed log off stdout (`quiet: true`).
+    quiet: bool,
 }
 
 #[export_module]
@@ -219,7 +221,8 @@ pub mod run_module {
         to_dynamic(&r.record)
     }
 
-    /// Follow a Ray run submitted with `follow: false` to its end (printing its log);
+    /// Follow a Ray run submitted with `follow: false` to its end (printing its log
+    /// unless it was started `quiet`);
     /// returns the final status. A run already followed just reports its status.
     #[rhai_fn(global, return_raw)]
     pub fn follow(ctx: NativeCallContext, r: &mut Run) -> RhaiResult<String> {
@@ -229,7 +232,7 @@ pub mod run_module {
             .as_ref()
             .and_then(|p| p.lock().ok().and_then(|mut p| p.take()));
         if let Some(ray) = taken {
-            r.record = follow_ray(&h, ray, false)?;
+            r.record = follow_ray(&h, ray, r.quiet)?;
         }
         Ok(status(r))
     }
@@ -274,6 +277,7 @@ impl Run {
             record,
             pending: None,
             client: None,
+            quiet: false,
         }
     }
 }
@@ -357,6 +361,7 @@ fn run_local(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult
         record: outcome.record,
         pending: None,
         client: None,
+        quiet,
     })
 }
 
@@ -414,6 +419,7 @@ fn run_on_ray(
         record: prepared.record.clone(),
         pending: None,
         client: Some(client),
+        quiet,
     };
     if follow {
         run.record = follow_ray(&h, prepared, quiet)?;
