@@ -173,7 +173,7 @@ fn plan_mode_records_and_answers_for_planned_clusters() {
     );
     assert!(
         r.stderr()
-            .contains("(plan) RayCluster rc-gym is applied in this dry run: no log to read"),
+            .contains("(plan) RayCluster rc-gym is only planned in this dry run: no log to read"),
         "{}",
         r.stderr()
     );

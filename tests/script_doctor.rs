@@ -89,6 +89,9 @@ fn playbook_findings_point_at_config_lines() {
            print(`${b.location} ${b.label}`);
            let c = at.call("infra.kuberay.gym.daemon");
            print(`${c.location} ${c.label}`);
+           let e = doctor::finding("team::z", "error", "m", #{cfg: cfg, at: "infra.namespace",
+                                   also: [#{at: "infra.image", label: "and here"}, #{at: "infra.kuberay"}]});
+           print(e.related.map(|r| `${r.location} ${r.text}`));
            let d = doctor::finding("team::y", "error", "free", #{fix: "do it", notes: ["n1"]});
            print(`${d.location == ()} ${d.fix} ${d.notes} ${d.severity} ${d.code}`);"#);
     r.ok();
@@ -97,6 +100,7 @@ fn playbook_findings_point_at_config_lines() {
         "examples/quickstart/infra.yaml:18:11 here\n\
          examples/quickstart/base.yaml:8:11 here\n\
          examples/quickstart/infra.yaml:16:1 `gym.daemon` is not set here\n\
+         [\"examples/quickstart/infra.yaml:4:8 and here\", \"examples/quickstart/infra.yaml:16:1 also here\"]\n\
          true do it [\"n1\"] error team::y\n"
     );
 }
@@ -123,7 +127,7 @@ fn bad_findings_are_refused_at_the_call() {
         lines[3],
         "severity must be \"error\" or \"warning\", not `fatal`"
     );
-    assert!(lines[4].contains("needs `cfg`"), "{out}");
+    assert!(lines[4].contains("need `cfg`"), "{out}");
     assert_eq!(lines[5], "a finding has no `code`");
 }
 

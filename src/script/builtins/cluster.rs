@@ -627,9 +627,14 @@ fn role_log(
     let loaded = cfg.loaded();
     if let Some(fate) = planned_fate(&h, cfg, role)? {
         let name = &cluster_of(loaded, role).map_err(fail)?.name;
+        let what = if fate == "deleted" {
+            "deleted"
+        } else {
+            "only planned"
+        };
         h.line(
             Stream::Stderr,
-            &format!("(plan) RayCluster {name} is {fate} in this dry run: no log to read"),
+            &format!("(plan) RayCluster {name} is {what} in this dry run: no log to read"),
         );
         return Ok(String::new());
     }

@@ -82,7 +82,8 @@ pub mod doctor_module {
     /// `finding` with options: `cfg` and `at` (a config path, `"infra.kuberay.gym"` or
     /// `"policy.optimizer.kwargs.lr"`: the finding points at the line that sets it, or
     /// at its nearest parent when it is not set), `fix` (how to fix it), `label` (text
-    /// at the line), `notes` (extra facts).
+    /// at the line), `notes` (extra facts), `also` (other lines that take part:
+    /// `[#{at: "infra.kuberay.gym.name", label: "also here"}]`).
     #[rhai_fn(name = "finding", return_raw)]
     pub fn finding_with(
         ctx: NativeCallContext,
@@ -314,22 +315,23 @@ fn build(code: &str, severity: &str, message: &str, options: &Map) -> RhaiResult
     let o = Options::new(
         "doctor::finding",
         options,
-        &["cfg", "at", "fix", "label", "notes"],
+        &["cfg", "at", "fix", "label", "notes", "also"],
     )?;
     check_code(code)?;
     let severity = severity_of(severity)?;
     let mut f = Finding::custom(code, severity, message);
+    let cfg = o
+        .value("cfg")
+        .and_then(|c| c.read_lock::<Config>().map(|c| c.clone()));
+    let needs_cfg = || {
+        usage(
+            "nrl::script::option",
+            "options `at` and `also` need `cfg`: the Config the paths are looked up in",
+            "e.g. doctor::finding(code, \"error\", msg, #{cfg: cfg, at: \"infra.kuberay.gym\"})",
+        )
+    };
     if let Some(path) = o.str("at") {
-        let Some(cfg) = o
-            .value("cfg")
-            .and_then(|c| c.read_lock::<Config>().map(|c| c.clone()))
-        else {
-            return Err(usage(
-                "nrl::script::option",
-                "option `at` needs `cfg`: the Config the path is looked up in",
-                "e.g. doctor::finding(code, \"error\", msg, #{cfg: cfg, at: \"infra.kuberay.gym\"})",
-            ));
-        };
+        let cfg = cfg.as_ref().ok_or_else(needs_cfg)?;
         let (span, missing) = locate(cfg.loaded(), &path);
         let label = match (o.str("label"), missing) {
             (Some(l), _) => l,
@@ -339,6 +341,30 @@ fn build(code: &str, severity: &str, message: &str, options: &Map) -> RhaiResult
         f = f.at(span, label);
     } else if let Some(label) = o.str("label") {
         f.label = label;
+    }
+    if let Some(also) = o.value("also") {
+        let cfg = cfg.as_ref().ok_or_else(needs_cfg)?;
+        let items = also
+            .read_lock::<Array>()
+            .map(|a| a.clone())
+            .ok_or_else(|| bad_finding("`also` is an array of #{at, label} maps".to_string()))?;
+        for item in items {
+            let Some(m) = item.read_lock::<Map>() else {
+                return Err(bad_finding(
+                    "`also` is an array of #{at, label} maps".to_string(),
+                ));
+            };
+            let (span, _) = locate(cfg.loaded(), &text_of(&m, "at"));
+            let label = text_of(&m, "label");
+            f = f.also(
+                span,
+                if label.is_empty() {
+                    "also here".to_string()
+                } else {
+                    label
+                },
+            );
+        }
     }
     if let Some(fix) = o.str("fix") {
         f = f.fix(fix);
