@@ -12,7 +12,8 @@ use std::time::Duration;
 use rhai::plugin::*;
 use rhai::{Array, Dynamic, Map};
 
-use super::cluster_io::{LogSink, planned_row, role_row};
+use super::cluster_io::{LogSink, role_row};
+use super::cluster_plan::{daemon_map, plan_down, plan_up, planned_fate, planned_row};
 use super::config::Config;
 use super::options::Options;
 use super::ray::Dashboard;
@@ -24,7 +25,6 @@ use crate::launch::cluster::{
     DEFAULT_READY_TIMEOUT, DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down,
     cluster_of, cluster_up, up_objects,
 };
-use crate::launch::daemon::daemon_base_id;
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::inspect::{list_clusters, role_status};
 use crate::launch::logs::{LogSource, RoleLogOptions, role_logs};
@@ -71,7 +71,7 @@ pub struct Cluster {
     /// A Deployment's Service DNS name.
     pub dns: Option<String>,
     pub planned: bool,
-    cfg: Config,
+    pub(super) cfg: Config,
 }
 
 #[export_module]
@@ -382,90 +382,6 @@ fn handle_of(cfg: &Config, o: &UpOutcome) -> Cluster {
     }
 }
 
-fn daemon_map(id: &str, submitted: Dynamic) -> Map {
-    let mut m = Map::new();
-    m.insert("id".into(), id.into());
-    m.insert("submitted".into(), submitted);
-    m
-}
-
-/// Record bringing up one target and return its simulated handle.
-fn plan_up(h: &Host, cfg: &Config, t: &Target, opts: &UpOptions) -> RhaiResult<Dynamic> {
-    let loaded = cfg.loaded();
-    let ns = loaded.infra.namespace.clone();
-    let wait = |state: &str| {
-        if opts.wait {
-            format!("; wait until {state} ({}s)", opts.timeout.as_secs())
-        } else {
-            String::new()
-        }
-    };
-    let handle = match t {
-        Target::Role(role) => {
-            let c = cluster_of(loaded, *role).map_err(fail)?;
-            let dra = crate::launch::cluster::dra_objects(&loaded.infra, c, *role).len();
-            let mut details = format!("{} in namespace {ns}", t.label());
-            if dra > 0 {
-                details.push_str(&format!("; {dra} DRA object(s) first"));
-            }
-            details.push_str(&wait("ready"));
-            let daemon = c.daemon.as_ref().map(|d| daemon_base_id(c, d));
-            if let Some(id) = daemon.as_ref().filter(|_| opts.wait && opts.daemons) {
-                details.push_str(&format!("; then daemon {id}"));
-            }
-            h.plan
-                .record("apply", format!("RayCluster/{}", c.name), details);
-            h.plan
-                .mark(object_key("RayCluster", &ns, &c.name), "applied");
-            Cluster {
-                target: t.label(),
-                kind: "RayCluster",
-                role: Some(*role),
-                name: c.name.clone(),
-                namespace: ns,
-                action: "planned",
-                drift: Vec::new(),
-                ready: false,
-                daemon: daemon.map(|id| daemon_map(&id, Dynamic::FALSE)),
-                dns: None,
-                planned: true,
-                cfg: cfg.clone(),
-            }
-        }
-        Target::Deployment(key) => {
-            let name = loaded
-                .infra
-                .deployments
-                .get(key)
-                .map(|d| d.name.clone())
-                .unwrap_or_else(|| key.clone());
-            let details = format!(
-                "{} in namespace {ns}; with its Service{}",
-                t.label(),
-                wait("available")
-            );
-            h.plan
-                .record("apply", format!("Deployment/{name}"), details);
-            h.plan.mark(object_key("Deployment", &ns, &name), "applied");
-            Cluster {
-                target: t.label(),
-                kind: "Deployment",
-                role: None,
-                name,
-                namespace: ns,
-                action: "planned",
-                drift: Vec::new(),
-                ready: false,
-                daemon: None,
-                dns: None,
-                planned: true,
-                cfg: cfg.clone(),
-            }
-        }
-    };
-    Ok(Dynamic::from(handle))
-}
-
 fn take_down(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<Array> {
     let h = host(ctx)?;
     let o = Options::new("cluster::down", options, &DOWN_OPTIONS)?;
@@ -477,37 +393,7 @@ fn take_down(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult
         force: o.bool("force", false)?,
     };
     if h.dry_run() {
-        let ns = &loaded.infra.namespace;
-        let wait = if opts.wait {
-            format!("; wait until gone ({}s)", opts.timeout.as_secs())
-        } else {
-            String::new()
-        };
-        let mut labels = Array::new();
-        for t in &targets {
-            let (kind, name, with) = match t {
-                Target::Role(role) => (
-                    "RayCluster",
-                    cluster_of(loaded, *role).map_err(fail)?.name.clone(),
-                    "its DRA objects",
-                ),
-                Target::Deployment(key) => (
-                    "Deployment",
-                    loaded
-                        .infra
-                        .deployments
-                        .get(key)
-                        .map(|d| d.name.clone())
-                        .unwrap_or_else(|| key.clone()),
-                    "its Service",
-                ),
-            };
-            let details = format!("{} in namespace {ns}; with {with}{wait}", t.label());
-            h.plan.record("delete", format!("{kind}/{name}"), details);
-            h.plan.mark(object_key(kind, ns, &name), "deleted");
-            labels.push(t.label().into());
-        }
-        return Ok(labels);
+        return plan_down(&h, cfg, &targets, &opts);
     }
     let k = h.k8s()?;
     h.announce(&k, &loaded.infra.namespace);
@@ -532,17 +418,6 @@ fn statuses(ctx: &NativeCallContext, cfg: &Config) -> RhaiResult<Array> {
         .into_iter()
         .map(|r| one_status(&h, cfg, r).map(Dynamic::from_map))
         .collect()
-}
-
-/// The planned fate of a role's RayCluster in this dry run, if any.
-fn planned_fate(h: &Host, cfg: &Config, role: Role) -> RhaiResult<Option<String>> {
-    if !h.dry_run() {
-        return Ok(None);
-    }
-    let loaded = cfg.loaded();
-    let c = cluster_of(loaded, role).map_err(fail)?;
-    Ok(h.plan
-        .fate(&object_key("RayCluster", &loaded.infra.namespace, &c.name)))
 }
 
 fn one_status(h: &Host, cfg: &Config, role: Role) -> RhaiResult<Map> {

@@ -1,14 +1,10 @@
-//! Data the `cluster` built-ins hand to scripts: status rows (live or planned) and the
-//! writer that collects (and, when following, prints) a role's log.
+//! Data the `cluster` built-ins hand to scripts: live status rows and the writer that collects (and, when following, prints) a role's log.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Map};
 
-use crate::config::layers::LoadedConfig;
-use crate::config::schema::{ClusterSpec, Role};
-use crate::launch::daemon::daemon_base_id;
 use crate::launch::inspect::RoleStatus;
 use crate::script::convert::to_dynamic;
 use crate::script::output::{Output, Stream};
@@ -43,44 +39,6 @@ fn fill_pod(pod: &mut Dynamic) {
     if let Some(mut p) = pod.write_lock::<Map>() {
         p.entry("reason".into()).or_insert(Dynamic::UNIT);
     }
-}
-
-/// The row of a role whose RayCluster this dry run brings up (`fate` = `applied`) or
-/// deletes (`deleted`): the same keys as a live row, nothing read from the cluster.
-pub fn planned_row(cfg: &LoadedConfig, role: Role, cluster: &ClusterSpec, fate: &str) -> Map {
-    let applied = fate == "applied";
-    let mut pods = Map::new();
-    pods.insert("head".into(), Dynamic::UNIT);
-    pods.insert("workers".into(), Dynamic::from_array(Array::new()));
-    let daemon = match &cluster.daemon {
-        Some(d) => {
-            let mut m = Map::new();
-            m.insert("id".into(), daemon_base_id(cluster, d).into());
-            m.insert("status".into(), Dynamic::UNIT);
-            m.insert("error".into(), Dynamic::UNIT);
-            Dynamic::from_map(m)
-        }
-        None => Dynamic::UNIT,
-    };
-    let mut m = Map::new();
-    m.insert("role".into(), role.as_str().into());
-    m.insert("name".into(), cluster.name.clone().into());
-    m.insert("namespace".into(), cfg.infra.namespace.clone().into());
-    m.insert("exists".into(), Dynamic::from_bool(applied));
-    m.insert(
-        "state".into(),
-        if applied {
-            "planned".into()
-        } else {
-            Dynamic::UNIT
-        },
-    );
-    m.insert("workers_ready".into(), Dynamic::from_int(0));
-    m.insert("workers_desired".into(), Dynamic::from_int(0));
-    m.insert("pods".into(), Dynamic::from_map(pods));
-    m.insert("daemon".into(), daemon);
-    m.insert("planned".into(), Dynamic::TRUE);
-    m
 }
 
 /// Collects a log as bytes; when following, also prints each complete piece of UTF-8

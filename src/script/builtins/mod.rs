@@ -11,6 +11,7 @@ use rhai::{Engine, Module, exported_module};
 
 pub mod cluster;
 mod cluster_io;
+mod cluster_plan;
 pub mod config;
 pub mod data;
 pub mod dev;
