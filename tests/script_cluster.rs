@@ -137,6 +137,20 @@ fn head_logs_and_deployments() {
     );
     r.ok();
     assert_eq!(r.stdout(), "one\ntwo\nthree\n\ntwo\nthree\n\n");
+
+    // Following prints the log as it comes and ends with the pod.
+    fake.set_pod_phase("default", &head, "Succeeded");
+    let r = run_on(
+        &fake,
+        &format!(
+            r#"{LOAD}
+               let text = cluster::logs(cfg, "training", #{{source: "head", follow: true}});
+               print(`returned ${{text.len()}} bytes`);"#
+        ),
+        false,
+    );
+    r.ok();
+    assert_eq!(r.stdout(), "one\ntwo\nthree\nreturned 14 bytes\n");
 }
 
 #[test]

@@ -47,8 +47,8 @@ pub enum UpOutcome {
 
 /// Every object `cluster up` applies for the targets, owner-labelled as `owner`: each
 /// role's DRA objects and each Deployment's Service, then the RayClusters and
-/// Deployments (what `cluster up` validates offline before contacting the cluster, and
-/// what a script's plan lists).
+/// Deployments: what `nrl cluster up` and the script built-in `cluster::up` validate
+/// offline before contacting the cluster.
 pub fn up_objects(cfg: &LoadedConfig, targets: &[Target], owner: &str) -> Result<Vec<Node>> {
     let mut out = Vec::new();
     for t in targets {
