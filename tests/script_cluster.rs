@@ -43,6 +43,9 @@ fn up_status_list_dashboard_logs_down() {
                print(d.list().map(|j| j.submission_id));
                print(up[1].dashboard().job("gym-daemon").status());
                print(cluster::logs(cfg, "gym", #{{source: "daemon", tail: 1}}));
+               print(up[1].logs(#{{source: "daemon", tail: 1}}) == up[1].logs().split("\n")[1] + "\n");
+               print(`${{up[0].namespace}} ${{up[0].drift}} ${{cluster::list(#{{namespace: "default"}}).len()}}`);
+               print(cluster::dashboard("rc-gym", "default").address.starts_with("http://127.0.0.1:"));
                print(cluster::down(cfg, #{{targets: ["gym"]}}));
                print(cluster::status(cfg)[1].exists);"#
         ),
@@ -61,6 +64,9 @@ fn up_status_list_dashboard_logs_down() {
          [\"gym-daemon\"]\n\
          RUNNING\n\
          line 2\n\n\
+         true\n\
+         default [] 2\n\
+         true\n\
          [\"kuberay.gym\"]\n\
          false\n"
     );

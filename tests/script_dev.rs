@@ -70,7 +70,7 @@ fn secrets_are_set_and_removed_without_showing_values() {
                                          SSH_KEY_NAME: "id_test", SSH_KEY_CONTENT: "ssh_secret_3"});
            print(`${s.secret} ${s.created} ${s.planned}`);
            print(s.keys.map(|k| `${k.key}=${k.state}:${k.bytes}`));
-           let t = dev::setup_secrets(#{WANDB_API_KEY: (), EXTRA: "x_secret_4"});
+           let t = dev::setup_secrets(#{WANDB_API_KEY: (), EXTRA: "x_secret_4"}, #{namespace: "default"});
            print(t.keys.filter(|k| k.state != "kept").map(|k| `${k.key}=${k.state}`));"#,
         false,
     );

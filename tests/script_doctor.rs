@@ -21,7 +21,7 @@ fn check_gives_nrls_findings_as_maps() {
            print(f[0].fix.contains("gpus_per_node=4"));
            print(f[0].related.len());
            print(f[0].related[0].text);
-           print(type_of(f[0].span));
+           print(`${{type_of(f[0].span)}} ${{f[0].span.to_string() == f[0].location}}`);
            print(parse_json(dump_json(f[0])).span == f[0].location);"#
     ));
     r.ok();
@@ -29,7 +29,7 @@ fn check_gives_nrls_findings_as_maps() {
         r.stdout(),
         "nrl::doctor::gpu_mismatch error tests/data/doctor/gpu_mismatch.recipe.yaml:3:18\n\
          nrl::doctor::no_tolerations warning tests/data/doctor/no_tolerations.infra.yaml:17:46\n\
-         true\n1\n4 GPU(s) per pod in gpu\nSpan\ntrue\n"
+         true\n1\n4 GPU(s) per pod in gpu\nSpan true\ntrue\n"
     );
 }
 

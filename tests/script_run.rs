@@ -42,7 +42,8 @@ fn a_local_run_streams_its_output_and_keeps_a_record() {
                let run = run::local(cfg, #{{run_id: "s-local-1"}});
                print(`${{run}} ok=${{run.ok}} exit=${{run.exit_code}} planned=${{run.planned}}`);
                print(run.log(2));
-               print(run.log_path.ends_with("s-local-1/driver.log"));
+               print(run.log_path.ends_with("s-local-1/driver.log") && run.log_path.starts_with(run.run_dir));
+               print(run.record().status == run.status);
                print(run::records().map(|r| `${{r.id}}:${{r.kind}}:${{r.status}}`));
                print(run::record("s-local-1").exit_code);
                try {{ run::record("nope") }} catch (e) {{ print(e.code) }}
@@ -63,6 +64,7 @@ fn a_local_run_streams_its_output_and_keeps_a_record() {
         tail,
         "Run(s-local-1, local, succeeded) ok=true exit=0 planned=false\n\
          step 2/2: loss=0.5000 reward=0.20\ntraining finished\n\n\
+         true\n\
          true\n\
          [\"s-local-1:local:succeeded\"]\n\
          0\n\
