@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod diag;
 pub mod doctor;
+pub mod gym;
 pub mod k8s;
 pub mod launch;
 pub mod ray;

@@ -120,6 +120,9 @@ pub struct UpArgs {
     /// Directory daemons' `rayUploadPaths` are relative to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub repo_root: Option<PathBuf>,
+    /// Apply even when `nrl doctor` (offline rules + read-only preflight) finds errors.
+    #[arg(long)]
+    pub skip_doctor: bool,
 }
 
 #[derive(Debug, Args)]
@@ -166,8 +169,9 @@ fn up(args: UpArgs) -> Result<Exit> {
     let cfg = args.kube.load(&args.recipe)?;
     let targets = args.targets.resolve(&cfg)?;
     let me = crate::config::env::username(&*cfg.env);
+    let objects = up_objects(&cfg, &targets, &me)?;
     if !args.no_validate {
-        validate_manifests(&up_objects(&cfg, &targets, &me)?)?;
+        validate_manifests(&objects)?;
     }
     if args.dry_run {
         let mut docs = up_manifests(&cfg.infra, &targets)?;
@@ -191,6 +195,14 @@ fn up(args: UpArgs) -> Result<Exit> {
     run_async(hint, async move {
         let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
         banner("cluster up", &k8s);
+        if !args.skip_doctor {
+            let (color, width) = super::doctor::style(true);
+            let opts = crate::doctor::Options {
+                repo_root: Some(opts.repo_root.clone()),
+                ..crate::doctor::Options::default()
+            };
+            crate::doctor::gate::gate(&k8s, &cfg, &objects, &opts, color, width).await?;
+        }
         let progress = Progress::auto();
         for o in cluster_up(&k8s, &cfg, &targets, &opts, &progress).await? {
             println!("{}", up_line(&o));

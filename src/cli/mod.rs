@@ -11,6 +11,7 @@ pub mod common;
 pub mod dashboard;
 pub mod dev;
 pub mod doctor;
+pub mod gym;
 pub mod job;
 pub mod logs;
 pub mod run;
@@ -46,6 +47,8 @@ pub enum Command {
     Dev(dev::DevArgs),
     /// Run a Rhai playbook (`--dry-run` prints the plan instead of acting).
     Script(script::ScriptArgs),
+    /// Run NeMo Gym benchmarks as Kubernetes Jobs: render, submit, status, logs, cancel.
+    Gym(gym::GymArgs),
 }
 
 /// Run a parsed command line.
@@ -60,5 +63,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Run(args) => run::run(args),
         Command::Dev(args) => dev::run(args),
         Command::Script(args) => script::run(args),
+        Command::Gym(args) => gym::run(args),
     }
 }

@@ -13,6 +13,7 @@ pub mod provenance;
 pub mod schema;
 pub mod source;
 pub mod suggest;
+pub mod typed;
 pub mod yaml;
 
 pub use node::{Map, Node, Value};

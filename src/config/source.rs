@@ -19,6 +19,8 @@ pub enum SourceKind {
     Infra,
     /// The recipe or one of its `defaults:` parents.
     Recipe,
+    /// A Gym submit config or one of its `defaults:` parents.
+    Gym,
     /// A command-line override (`key=value`).
     Override,
     /// Text passed by a script or test.
@@ -32,6 +34,7 @@ impl SourceKind {
             SourceKind::User => "user defaults",
             SourceKind::Infra => "infra file",
             SourceKind::Recipe => "recipe",
+            SourceKind::Gym => "Gym config",
             SourceKind::Override => "command-line override",
             SourceKind::Text => "text",
         }

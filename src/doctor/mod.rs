@@ -15,6 +15,7 @@ pub mod allow;
 mod backends;
 mod cluster_shape;
 mod effective;
+pub mod gate;
 pub(crate) mod pods;
 pub mod preflight;
 mod report;

@@ -14,6 +14,7 @@ pub mod resources;
 pub mod retry;
 pub mod terminal;
 pub mod wait;
+pub mod watch;
 
 pub use access::{Access, Permission, Subject};
 pub use client::{ConnectOptions, K8s};

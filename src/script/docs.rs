@@ -162,6 +162,8 @@ fn is_handle(t: &str) -> bool {
             | "Cluster"
             | "Run"
             | "Span"
+            | "GymConfig"
+            | "GymRun"
             | "PortForward"
             | "Progress"
             | "Error"

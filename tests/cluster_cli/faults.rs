@@ -138,8 +138,27 @@ fn a_hanging_api_hits_the_timeout_with_a_clear_error() {
 fn forbidden_names_verb_resource_and_namespace() {
     let fake = FakeK8s::start();
     fake.deny("patch", "rayclusters", "default");
+    // The doctor's preflight sees the denial first and nothing is applied.
     let err = fails(
         with_recipe(&fake, &["cluster", "up"], &["--role", "training"]),
+        2,
+    );
+    assert!(err.contains("nrl::doctor::access_denied"), "{err}");
+    assert!(
+        err.contains("you may not patch rayclusters.ray.io in namespace `default`"),
+        "{err}"
+    );
+    assert!(
+        !fake.request_log().iter().any(|r| r.is_apply()),
+        "nothing applied"
+    );
+    // Past the doctor, the API's own 403 names verb, resource and namespace.
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "training", "--skip-doctor"],
+        ),
         3,
     );
     assert!(
@@ -185,4 +204,33 @@ fn a_thirty_second_wait_costs_a_constant_number_of_requests() {
         .collect();
     // get (exists?), patch (dry-run drift is skipped: absent), patch (apply), list, watch
     assert_eq!(rc, ["get", "patch", "list", "watch"], "{rc:?}");
+}
+
+/// `cluster up` runs the doctor's offline rules before applying: a literal secret in
+/// `launch.env` stops it; `--skip-doctor` goes ahead.
+#[test]
+fn doctor_errors_stop_cluster_up_unless_skipped() {
+    let fake = FakeK8s::start();
+    let secret = "infra.launch.env.WANDB_API_KEY=\"0123456789abcdef0123456789abcdef01234567\"";
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "training", "--no-wait", secret],
+        ),
+        2,
+    );
+    assert!(err.contains("nrl::doctor::literal_secret"), "{err}");
+    assert!(err.contains("nrl::doctor::gate"), "{err}");
+    assert!(
+        !fake.request_log().iter().any(|r| r.is_apply()),
+        "nothing applied"
+    );
+    let (out, _) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training", "--no-wait", "--skip-doctor", secret],
+    ));
+    assert!(out.contains("rc-train"), "{out}");
+    assert!(fake.request_log().iter().any(|r| r.is_apply()), "applied");
 }

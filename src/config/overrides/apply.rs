@@ -77,7 +77,7 @@ impl Cx<'_> {
         let end = (i + 1).min(self.ov.path.len());
         let k = dotted(&self.ov.path[..end]);
         match self.ov.side {
-            Side::Recipe => k,
+            Side::Recipe | Side::Gym => k,
             Side::Infra => format!("infra.{k}"),
         }
     }
@@ -87,6 +87,7 @@ impl Cx<'_> {
             match self.ov.side {
                 Side::Recipe => "the top level of the recipe".into(),
                 Side::Infra => "`infra`".into(),
+                Side::Gym => "the top level of the Gym config".into(),
             }
         } else {
             format!("`{}`", self.key_upto(i - 1))

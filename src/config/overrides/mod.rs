@@ -56,6 +56,9 @@ pub enum Side {
     Recipe,
     /// The infra mapping: plain `key=value` also creates missing keys.
     Infra,
+    /// A standalone document such as a Gym submit config: missing keys are created like
+    /// on the infra side (its typed model rejects misspelt ones), keys print as written.
+    Gym,
 }
 
 /// The override's operator (its Hydra prefix).
@@ -105,7 +108,7 @@ impl Override {
     /// The key as the user knows it: with `infra.` in front on the infra side.
     pub fn display_key(&self) -> String {
         match self.side {
-            Side::Recipe => self.dotted_key(),
+            Side::Recipe | Side::Gym => self.dotted_key(),
             Side::Infra => format!("infra.{}", self.dotted_key()),
         }
     }
@@ -244,8 +247,8 @@ pub fn partition(args: &[String]) -> Result<(Vec<Override>, Vec<Override>)> {
     let mut errors = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         match route(i, arg) {
-            Ok((Side::Recipe, ov)) => recipe.push(ov),
             Ok((Side::Infra, ov)) => infra.push(ov),
+            Ok((_, ov)) => recipe.push(ov),
             Err(e) => errors.push(e),
         }
     }

@@ -30,11 +30,11 @@
 //! to null is removed (`limits: {cpu: null}` drops the CPU limit). Quantities may be
 //! written unquoted (`cpu: 2`, `cpu: 0.5`).
 
-use super::check::*;
-use super::convert::*;
 use super::dump::{self, Fields};
 use super::models::StrMap;
 use crate::config::node::{KeyKind, Node, Value, python_float_repr};
+use crate::config::typed::check::*;
+use crate::config::typed::convert::*;
 
 /// `infra.dev`.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,14 +3,7 @@
 
 use std::fmt;
 
-/// A string-valued enum of the schema.
-pub trait StrEnum: Copy + Sized + 'static {
-    /// Every accepted spelling, in declaration order (used in error messages).
-    const VALUES: &'static [&'static str];
-    fn as_str(self) -> &'static str;
-    /// The variant spelled exactly `s`.
-    fn parse(s: &str) -> Option<Self>;
-}
+pub use crate::config::typed::StrEnum;
 
 macro_rules! str_enum {
     (

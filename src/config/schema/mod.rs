@@ -13,8 +13,6 @@
 //! an optional `dev:` section configures the dev pod (see [`DevSpec`]), absent from
 //! `to_node` unless the config sets it.
 
-mod check;
-mod convert;
 mod dev;
 mod dump;
 mod enums;
@@ -40,8 +38,8 @@ use crate::diag::{Diag, Result};
 /// Validate the resolved infra mapping. The loader fills `namespace` before calling this;
 /// here a missing namespace is an ordinary required-field error.
 pub fn validate(infra: &Node) -> Result<InfraConfig> {
-    let mut cx = check::Cx::default();
-    let cfg = parse::infra(&mut cx, infra, &check::Path::ROOT);
+    let mut cx = crate::config::typed::check::Cx::default();
+    let cfg = parse::infra(&mut cx, infra, &crate::config::typed::check::Path::ROOT);
     match cfg {
         Some(cfg) if cx.errors.is_empty() => Ok(cfg),
         _ => Err(report(cx.errors)),
@@ -58,6 +56,9 @@ fn report(errors: Vec<Diag>) -> Diag {
         )),
         Some(d) => d,
         // A model is only withheld after a reported problem; keep a sane error anyway.
-        None => Diag::new(check::TYPE, "the infra config is invalid"),
+        None => Diag::new(
+            crate::config::typed::check::TYPE,
+            "the infra config is invalid",
+        ),
     }
 }

@@ -1,11 +1,11 @@
 //! One reader per model: fields in declaration order, then the model's cross-field rules
 //! (only when every field validated; the first failing rule is the one reported).
 
-use super::check::*;
-use super::convert::*;
 use super::enums::*;
 use super::models::*;
 use crate::config::node::Node;
+use crate::config::typed::check::*;
+use crate::config::typed::convert::*;
 use crate::diag::Diag;
 
 /// The keys each model accepts, in declaration order.

@@ -1,10 +1,10 @@
 //! The reference's tests/unit/test_schema.py catalogue (ref-nrl-k8s-config-render §7.1),
 //! one module per reference test class, test names kept.
 
-use super::check::{Cx, Path};
 use super::*;
 use crate::config::node::Node;
 use crate::config::source::{SourceKind, add_source};
+use crate::config::typed::check::{Cx, Path};
 use crate::config::yaml::parse_source;
 use crate::diag::Diag;
 

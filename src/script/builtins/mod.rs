@@ -3,7 +3,7 @@
 //! `nrl script --builtins` (and, later, REPL completion).
 //!
 //! `util`, `data`, `interact` and `config`/`render` functions are global (`sleep(1)`,
-//! `recipe(path)`, `cfg.manifests()`); `k8s`, `ray` and `launch` are namespaced
+//! `recipe(path)`, `cfg.manifests()`); `k8s`, `ray`, `launch` and `gym` are namespaced
 //! (`k8s::get(…)`, `ray::dashboard(…)`, `launch::rayjob(…)`). Methods and properties of
 //! the handle types are global whatever their module.
 
@@ -16,6 +16,8 @@ pub mod config;
 pub mod data;
 pub mod dev;
 pub mod doctor;
+pub mod gym;
+mod gym_run;
 pub mod interact;
 pub mod k8s;
 pub mod k8s_wait;
@@ -111,6 +113,12 @@ pub const BUILTINS: &[Builtin] = &[
         global: false,
         build: || exported_module!(run::run_module),
     },
+    Builtin {
+        name: "gym",
+        about: "NeMo Gym benchmark runs as Kubernetes Jobs: load, submit, attach, status, wait, logs, cancel",
+        global: false,
+        build: || exported_module!(gym::gym_module),
+    },
 ];
 
 /// Give the handle types their script names (`type_of(cfg) == "Config"`).
@@ -124,6 +132,8 @@ pub fn register_types(engine: &mut Engine) {
         .register_type_with_name::<cluster::Cluster>("Cluster")
         .register_type_with_name::<run::Run>("Run")
         .register_type_with_name::<crate::config::source::Span>("Span")
+        .register_type_with_name::<gym::GymConfig>("GymConfig")
+        .register_type_with_name::<gym::GymRun>("GymRun")
         .register_type_with_name::<k8s::PortForward>("PortForward")
         .register_type_with_name::<interact::Progress>("Progress")
         .register_type_with_name::<crate::script::errors::ScriptError>("Error");

@@ -80,6 +80,51 @@ fn dependents(store: &Store, uid: &str) -> Vec<(&'static ResourceType, ObjKey)> 
         .collect()
 }
 
+/// Whether `dep` has an owner other than `uid` that exists and is not being deleted. The
+/// real garbage collector keeps such a dependent and only drops the departing owner's
+/// reference (a Secret owned by several Jobs outlives all but the last of them).
+fn has_other_live_owner(store: &Store, dep: &Value, uid: &str) -> bool {
+    let ns = dep
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    dep.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            let (Some(kind), Some(name), Some(ruid)) =
+                (r["kind"].as_str(), r["name"].as_str(), r["uid"].as_str())
+            else {
+                return false;
+            };
+            ruid != uid
+                && resources::ALL
+                    .iter()
+                    .find(|rt| rt.kind == kind)
+                    .and_then(|rt| {
+                        let owner_ns = if rt.namespaced { ns } else { "" };
+                        store.get(rt, &ObjKey::new(owner_ns, name))
+                    })
+                    .is_some_and(|o| {
+                        uid_of(o) == ruid && o.pointer("/metadata/deletionTimestamp").is_none()
+                    })
+        })
+}
+
+/// Drop the reference to owner `uid` from a dependent that other owners keep alive.
+fn release_from_owner(store: &mut Store, drt: &'static ResourceType, dkey: ObjKey, uid: &str) {
+    if let Some(mut dep) = store.get(drt, &dkey).cloned() {
+        if let Some(refs) = dep
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(Value::as_array_mut)
+        {
+            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+        }
+        store.put(drt, dkey, dep);
+    }
+}
+
 fn find_by_uid(store: &Store, uid: &str) -> Option<(&'static ResourceType, ObjKey)> {
     store
         .all()
@@ -239,9 +284,17 @@ impl State {
             store
                 .deletion_due
                 .insert(uid.clone(), Instant::now() + delay);
+            let name = key.name.clone();
             let stored = store.put(rt, key, obj);
             if foreground {
                 for (drt, dkey) in dependents(store, &uid) {
+                    if store
+                        .get(drt, &dkey)
+                        .is_some_and(|d| has_other_live_owner(store, d, &uid))
+                    {
+                        release_from_owner(store, drt, dkey, &uid);
+                        continue;
+                    }
                     self.delete_locked(
                         store,
                         drt,
@@ -250,6 +303,11 @@ impl State {
                         self.deletion_delay(drt, None),
                         None,
                     );
+                }
+                // Released dependents no longer hold it: it may be free to go now.
+                try_finish_locked(self, store, &uid);
+                if find_by_uid(store, &uid).is_none() {
+                    return DeleteOutcome::Gone(success_status(rt, &name, &uid));
                 }
             }
             return DeleteOutcome::Pending(stored);
@@ -269,6 +327,13 @@ impl State {
         }
         let uid = uid_of(&removed).to_string();
         for (drt, dkey) in dependents(store, &uid) {
+            if store
+                .get(drt, &dkey)
+                .is_some_and(|d| has_other_live_owner(store, d, &uid))
+            {
+                release_from_owner(store, drt, dkey, &uid);
+                continue;
+            }
             let delay = self.deletion_delay(drt, None);
             self.delete_locked(store, drt, dkey, Propagation::Background, delay, None);
         }

@@ -1,6 +1,9 @@
 //! Validation machinery: the error sink [`Cx`], config paths, the model reader [`Obj`]
 //! (unknown keys, required fields, defaults, optional fields, OmegaConf's `???`) and the
 //! shared wording of type errors. The per-type converters live in `convert.rs`.
+//!
+//! Shared by every typed document (the infra schema, Gym submit configs); a [`Doc`] at the
+//! root of each [`Path`] says how that document's paths print and how messages name it.
 
 use std::fmt;
 
@@ -8,15 +11,15 @@ use crate::config::node::{Map, Node, Value};
 use crate::config::source::Span;
 use crate::diag::Diag;
 
-pub(super) const UNKNOWN_KEY: &str = "nrl::config::unknown_key";
-pub(super) const TYPE: &str = "nrl::config::type";
-pub(super) const ENUM: &str = "nrl::config::enum";
-pub(super) const REQUIRED: &str = "nrl::config::required";
-pub(super) const RULE: &str = "nrl::config::rule";
+pub(crate) const UNKNOWN_KEY: &str = "nrl::config::unknown_key";
+pub(crate) const TYPE: &str = "nrl::config::type";
+pub(crate) const ENUM: &str = "nrl::config::enum";
+pub(crate) const REQUIRED: &str = "nrl::config::required";
+pub(crate) const RULE: &str = "nrl::config::rule";
 
 /// The errors found so far.
 #[derive(Default)]
-pub(super) struct Cx {
+pub(crate) struct Cx {
     pub errors: Vec<Diag>,
 }
 
@@ -26,9 +29,27 @@ impl Cx {
     }
 }
 
+/// A typed document: how its paths print and how messages refer to it.
+pub(crate) struct Doc {
+    /// First segment of every printed path (`infra`); empty when paths start at the
+    /// document's own keys (`driver.container`).
+    pub root: &'static str,
+    /// Where a value is set, for "set it in ..." advice.
+    pub set_in: &'static str,
+    /// What its keys are called, for unknown-key advice.
+    pub keys: &'static str,
+}
+
+/// The infra mapping of a recipe + infra pair.
+pub(crate) const INFRA_DOC: Doc = Doc {
+    root: "infra",
+    set_in: "the infra file or the user defaults",
+    keys: "infra keys",
+};
+
 #[derive(Clone, Copy)]
 enum Seg<'a> {
-    Root,
+    Root(&'static Doc),
     Key(&'a str),
     Index(usize),
 }
@@ -36,16 +57,38 @@ enum Seg<'a> {
 /// Where a value sits (`infra.kuberay.training.segmentSize`); a borrowed chain so that
 /// descending costs nothing until an error needs the text.
 #[derive(Clone, Copy)]
-pub(super) struct Path<'a> {
+pub(crate) struct Path<'a> {
     parent: Option<&'a Path<'a>>,
     seg: Seg<'a>,
 }
 
 impl<'a> Path<'a> {
-    pub const ROOT: Path<'static> = Path {
-        parent: None,
-        seg: Seg::Root,
-    };
+    pub const ROOT: Path<'static> = Path::root(&INFRA_DOC);
+
+    /// The root of a document's paths.
+    pub const fn root(doc: &'static Doc) -> Path<'static> {
+        Path {
+            parent: None,
+            seg: Seg::Root(doc),
+        }
+    }
+
+    /// The document this path belongs to.
+    pub fn doc(&self) -> &'static Doc {
+        let mut cur = self;
+        loop {
+            match (cur.seg, cur.parent) {
+                (Seg::Root(doc), _) => return doc,
+                (_, Some(p)) => cur = p,
+                (_, None) => return &INFRA_DOC,
+            }
+        }
+    }
+
+    /// Whether this is the root of a document whose paths print without a prefix.
+    fn is_blank_root(&self) -> bool {
+        matches!(self.seg, Seg::Root(doc) if doc.root.is_empty())
+    }
 
     pub fn key<'b>(&'b self, key: &'b str) -> Path<'b> {
         Path {
@@ -66,18 +109,19 @@ impl<'a> Path<'a> {
         match self.seg {
             Seg::Key(k) => format!("{k}:"),
             Seg::Index(_) => "-".into(),
-            Seg::Root => "infra:".into(),
+            Seg::Root(doc) => format!("{}:", doc.root),
         }
     }
 }
 
 impl fmt::Display for Path<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = self.parent {
+        if let Some(p) = self.parent.filter(|p| !p.is_blank_root()) {
             write!(f, "{p}.")?;
         }
         match self.seg {
-            Seg::Root => f.write_str("infra"),
+            Seg::Root(doc) if doc.root.is_empty() => f.write_str("the top level"),
+            Seg::Root(doc) => f.write_str(doc.root),
             Seg::Key(k) => f.write_str(k),
             Seg::Index(i) => write!(f, "{i}"),
         }
@@ -85,13 +129,13 @@ impl fmt::Display for Path<'_> {
 }
 
 /// Python's `str.strip()`: Unicode whitespace plus the ASCII separators 0x1c-0x1f.
-pub(super) fn py_strip(s: &str) -> &str {
+pub(crate) fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
 /// The closest candidate to a misspelt word, if one is close enough. Case, `_` and `-` are
 /// ignored first, so `hfCache` finds `hf_cache` and `Kai` finds `kai`.
-pub(super) fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
+pub(crate) fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
     let norm = |s: &str| -> String {
         s.chars()
             .filter(|c| *c != '_' && *c != '-')
@@ -113,7 +157,7 @@ pub(super) fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str>
 
 /// The value as the user wrote it, for messages: the source text of a short one-line
 /// scalar, else a compact rendering.
-pub(super) fn shown(node: &Node) -> String {
+pub(crate) fn shown(node: &Node) -> String {
     if let Some(span) = node.span
         && !node.value.is_container()
     {
@@ -125,7 +169,7 @@ pub(super) fn shown(node: &Node) -> String {
     node.to_string()
 }
 
-pub(super) fn a_type(node: &Node) -> &'static str {
+pub(crate) fn a_type(node: &Node) -> &'static str {
     match node.value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -138,7 +182,7 @@ pub(super) fn a_type(node: &Node) -> &'static str {
 }
 
 /// "must be X" for a value of the wrong type, with a help line that says what to write.
-pub(super) fn wrong_type(node: &Node, path: &Path, expected: &str, help: String) -> Diag {
+pub(crate) fn wrong_type(node: &Node, path: &Path, expected: &str, help: String) -> Diag {
     let message = if node.is_null() {
         format!("`{path}` must be {expected}, not null")
     } else {
@@ -153,7 +197,7 @@ pub(super) fn wrong_type(node: &Node, path: &Path, expected: &str, help: String)
         .help(help)
 }
 
-pub(super) fn not_null_help(path: &Path) -> String {
+pub(crate) fn not_null_help(path: &Path) -> String {
     format!(
         "`{path}` cannot be null: give it a value, or delete the `{}` line",
         path.yaml_lead()
@@ -162,14 +206,14 @@ pub(super) fn not_null_help(path: &Path) -> String {
 
 /// The keys a model accepts, plus its sub-sections so that a key written one level too
 /// high can be pointed at the section it belongs to.
-pub(super) struct Shape {
+pub(crate) struct Shape {
     pub fields: &'static [&'static str],
     pub sections: &'static [(&'static str, &'static Shape)],
 }
 
 /// One model's mapping while its fields are read. Readers record problems in [`Cx`] and
 /// remember that something failed; [`Obj::finish`] then withholds the model.
-pub(super) struct Obj<'n, 'p> {
+pub(crate) struct Obj<'n, 'p> {
     node: &'n Node,
     map: &'n Map,
     path: Path<'p>,
@@ -218,7 +262,8 @@ impl<'n, 'p> Obj<'n, 'p> {
                 )
                 .label(n.best_span(), "still `???`")
                 .help(format!(
-                    "set it in the infra file or the user defaults, or on the command line with `{path}=...`"
+                    "set it in {}, or on the command line with `{path}=...`",
+                    path.doc().set_in
                 )),
             );
             self.ok = false;
@@ -340,7 +385,8 @@ fn unknown_key(key: &str, value: &Node, path: &Path, shape: &Shape) -> Diag {
         .collect();
     let help = match (suggest(key, shape.fields), owners.as_slice()) {
         (Some(s), _) => format!(
-            "did you mean `{s}`? Write `{s}:` instead; infra keys are spelled exactly as the schema spells them (no aliases)"
+            "did you mean `{s}`? Write `{s}:` instead; {} are spelled exactly as the schema spells them (no aliases)",
+            path.doc().keys
         ),
         (None, [one]) => {
             format!("`{key}` belongs under `{path}.{one}`: write it as `{one}: {{{key}: ...}}`")

@@ -3,8 +3,8 @@
 
 use indexmap::IndexMap;
 
+use super::StrEnum;
 use super::check::*;
-use super::enums::StrEnum;
 use crate::config::node::{KeyKind, Node, Value};
 use crate::config::source::SourceKind;
 use crate::diag::Diag;
@@ -14,7 +14,7 @@ fn from_override(node: &Node) -> bool {
     node.span.is_some_and(|s| s.kind() == SourceKind::Override)
 }
 
-pub(super) fn strict_str(cx: &mut Cx, node: &Node, path: &Path) -> Option<String> {
+pub(crate) fn strict_str(cx: &mut Cx, node: &Node, path: &Path) -> Option<String> {
     if let Value::Str(s) = &node.value {
         return Some(py_strip(s).to_string());
     }
@@ -38,7 +38,7 @@ pub(super) fn strict_str(cx: &mut Cx, node: &Node, path: &Path) -> Option<String
 }
 
 /// A string that must not be blank after stripping (`namespace`, `image`).
-pub(super) fn nonblank_str(help: &'static str) -> impl Fn(&mut Cx, &Node, &Path) -> Option<String> {
+pub(crate) fn nonblank_str(help: &'static str) -> impl Fn(&mut Cx, &Node, &Path) -> Option<String> {
     move |cx, node, path| {
         let s = strict_str(cx, node, path)?;
         if s.is_empty() {
@@ -71,7 +71,7 @@ fn int_from_str(s: &str) -> Option<i64> {
     None
 }
 
-pub(super) fn lax_int(cx: &mut Cx, node: &Node, path: &Path) -> Option<i64> {
+pub(crate) fn lax_int(cx: &mut Cx, node: &Node, path: &Path) -> Option<i64> {
     let bad = |why: &str| {
         let help = if node.is_null() {
             not_null_help(path)
@@ -100,7 +100,7 @@ pub(super) fn lax_int(cx: &mut Cx, node: &Node, path: &Path) -> Option<i64> {
     None
 }
 
-pub(super) fn lax_bool(cx: &mut Cx, node: &Node, path: &Path) -> Option<bool> {
+pub(crate) fn lax_bool(cx: &mut Cx, node: &Node, path: &Path) -> Option<bool> {
     let parsed = match &node.value {
         Value::Bool(b) => Some(*b),
         Value::Int(0) => Some(false),
@@ -143,7 +143,7 @@ fn one_of(values: &[&str]) -> String {
     }
 }
 
-pub(super) fn enum_value<E: StrEnum>(cx: &mut Cx, node: &Node, path: &Path) -> Option<E> {
+pub(crate) fn enum_value<E: StrEnum>(cx: &mut Cx, node: &Node, path: &Path) -> Option<E> {
     if let Some(v) = node.as_str().and_then(E::parse) {
         return Some(v);
     }
@@ -168,7 +168,7 @@ pub(super) fn enum_value<E: StrEnum>(cx: &mut Cx, node: &Node, path: &Path) -> O
 }
 
 /// A non-string key where the schema needs string keys.
-pub(super) fn non_string_key(cx: &mut Cx, key: &str, value: &Node, path: &Path) {
+pub(crate) fn non_string_key(cx: &mut Cx, key: &str, value: &Node, path: &Path) {
     let kind = match value.key_kind {
         KeyKind::Int => "an integer",
         KeyKind::Float => "a float",
@@ -187,7 +187,7 @@ pub(super) fn non_string_key(cx: &mut Cx, key: &str, value: &Node, path: &Path) 
 }
 
 /// `dict[str, str]`: keys and values strict strings, both stripped.
-pub(super) fn str_map(cx: &mut Cx, node: &Node, path: &Path) -> Option<IndexMap<String, String>> {
+pub(crate) fn str_map(cx: &mut Cx, node: &Node, path: &Path) -> Option<IndexMap<String, String>> {
     let Value::Map(m) = &node.value else {
         let help = if node.is_null() {
             format!(
@@ -219,12 +219,12 @@ pub(super) fn str_map(cx: &mut Cx, node: &Node, path: &Path) -> Option<IndexMap<
 }
 
 /// `list[str]`: items strict strings, stripped.
-pub(super) fn str_list(cx: &mut Cx, node: &Node, path: &Path) -> Option<Vec<String>> {
+pub(crate) fn str_list(cx: &mut Cx, node: &Node, path: &Path) -> Option<Vec<String>> {
     list_of(strict_str)(cx, node, path)
 }
 
 /// A list whose items are validated by `item`; every bad item is reported.
-pub(super) fn list_of<T>(
+pub(crate) fn list_of<T>(
     item: impl Fn(&mut Cx, &Node, &Path) -> Option<T>,
 ) -> impl Fn(&mut Cx, &Node, &Path) -> Option<Vec<T>> {
     move |cx, node, path| {
@@ -257,7 +257,7 @@ pub(super) fn list_of<T>(
 }
 
 /// `dict[str, Model]`: keys strict strings (stripped), values validated by `item`.
-pub(super) fn map_of<T>(
+pub(crate) fn map_of<T>(
     item: impl Fn(&mut Cx, &Node, &Path) -> Option<T>,
 ) -> impl Fn(&mut Cx, &Node, &Path) -> Option<IndexMap<String, T>> {
     move |cx, node, path| {
@@ -294,7 +294,7 @@ pub(super) fn map_of<T>(
 
 /// A free-form mapping (`spec`, `affinity`): kept exactly as loaded, but it must be a
 /// mapping and its top-level keys must be strings.
-pub(super) fn free_map(cx: &mut Cx, node: &Node, path: &Path) -> Option<Node> {
+pub(crate) fn free_map(cx: &mut Cx, node: &Node, path: &Path) -> Option<Node> {
     let Value::Map(m) = &node.value else {
         let help = if node.is_null() {
             format!(

@@ -1,0 +1,178 @@
+//! `nrl gym submit` of 500 benchmarks against the fake API server, watched to completion:
+//! the real binary as a child process, so its wall time and peak RSS are nrl's alone (the
+//! fake server runs in this process). Targets (DESIGN §6, issue 9): under 10 s, one watch
+//! per run, peak RSS under 100 MB.
+//!
+//! `cargo bench --profile dev --bench gym_submit`. Before the measurements it prints one
+//! run's numbers: wall time, requests by kind (watches on Jobs), peak RSS.
+
+#[path = "../tests/support/mod.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group};
+use support::fake_k8s::{FakeK8s, JobScript};
+
+/// 500 under `cargo bench`; a 20-benchmark smoke run when `cargo test --all-targets`
+/// runs this file in criterion's test mode.
+fn benchmarks() -> usize {
+    if std::env::args().any(|a| a == "--bench") {
+        500
+    } else {
+        20
+    }
+}
+
+fn config(dir: &Path) -> std::path::PathBuf {
+    let mut text = String::from(
+        "services:
+  policy:
+    type: vllm
+    container: vllm/vllm-openai:v0.9.0
+    model: org/model
+    health_check: {timeout_seconds: 600}
+    env: {HF_TOKEN: 'host:HF_TOKEN'}
+compute:
+  cluster: {type: kubernetes, namespace: evals, pvc_name: gym-results}
+driver:
+  container: python:3.12
+  policy_model: policy
+  benchmarks:
+",
+    );
+    for i in 0..benchmarks() {
+        text.push_str(&format!(
+            "    bench{i:03}: {{run: {{split: test, shard: {i}}}}}\n"
+        ));
+    }
+    text.push_str("job: {output_path: /mnt/gym-output}\notel: {enabled: false}\n");
+    let path = dir.join("gym500.yaml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// What one submit cost the nrl process.
+struct Usage {
+    wall: Duration,
+    /// User + system CPU time of nrl itself.
+    cpu: Duration,
+    peak_rss_kib: i64,
+    exit: i32,
+}
+
+fn tv(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+}
+
+/// One submit of the config, as a child process.
+// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn submit_once(fake: &FakeK8s, cfg: &Path, home: &Path, run: &str) -> Usage {
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_nrl"))
+        .args(["gym", "submit"])
+        .arg(cfg)
+        .args(["--run-id", run, "--parallel", "32"])
+        .envs(fake.env())
+        .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
+        .env("HF_TOKEN", "hf_bench")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn nrl");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: plain wait4 on our own child; `usage` is a zeroed, owned struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4 failed");
+    let exit = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    Usage {
+        wall: started.elapsed(),
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        peak_rss_kib: usage.ru_maxrss,
+        exit,
+    }
+}
+
+fn fake() -> FakeK8s {
+    let fake = FakeK8s::builder().namespace("evals").start();
+    fake.set_job_script("*", JobScript::succeeds());
+    fake
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let mut group = c.benchmark_group("gym");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(1));
+    group.measurement_time(Duration::from_secs(60));
+    let mut n = 0;
+    let name = format!("submit {} benchmarks, watched to completion", benchmarks());
+    group.bench_function(&name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                // A fresh server each time, so runs do not share history.
+                let fake = fake();
+                n += 1;
+                let u = submit_once(&fake, &cfg, dir.path(), &format!("gym-bench-{n}"));
+                assert_eq!(u.exit, 0, "nrl gym submit failed");
+                total += u.wall;
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let fake = fake();
+    let u = submit_once(&fake, &cfg, dir.path(), "gym-bench-probe");
+    let log = fake.request_log();
+    let job_watches = log
+        .iter()
+        .filter(|r| r.watch && r.base_resource() == Some("jobs"))
+        .count();
+    let watches = log.iter().filter(|r| r.watch).count();
+    let applies = log.iter().filter(|r| r.is_apply()).count();
+    let lists = log.iter().filter(|r| r.verb == "list" && !r.watch).count();
+    let done = fake
+        .list(
+            "batch/v1",
+            "Job",
+            Some("evals"),
+            "gym-job-id=gym-bench-probe",
+        )
+        .iter()
+        .filter(|j| j.pointer("/status/succeeded").and_then(|v| v.as_i64()) == Some(1))
+        .count();
+    eprintln!(
+        "{} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (nrl CPU {:.2?}), peak RSS {:.1} MiB, \
+         {job_watches} watch(es) on Jobs ({watches} in all), {applies} applies, {lists} lists, {} requests",
+        benchmarks(),
+        u.exit,
+        u.wall,
+        u.cpu,
+        u.peak_rss_kib as f64 / 1024.0,
+        log.len()
+    );
+    drop(fake);
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

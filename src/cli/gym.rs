@@ -1,0 +1,521 @@
+//! `nrl gym …`: NeMo Gym benchmark runs as Kubernetes Jobs. Parsing and printing only;
+//! the work is in `crate::gym`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::config::env::{Env, ProcessEnv};
+use crate::diag::{Diag, Exit, Result};
+use crate::gym::config::GymLoadRequest;
+use crate::gym::names::check_run_id;
+use crate::gym::ops::apply::ApplySettings;
+use crate::gym::ops::cancel::cancel_run;
+use crate::gym::ops::logs::{LogRequest, stream_logs};
+use crate::gym::ops::watch::{explain_from_pods, read_run};
+use crate::gym::record::GymRecord;
+use crate::gym::session::{self, Prepared, exit_of};
+use crate::gym::state::Phase;
+use crate::gym::table;
+use crate::gym::view::RunView;
+use crate::k8s::{ConnectOptions, K8s};
+use crate::launch::records::RunStatus;
+use crate::render::emit;
+
+use super::job::parse_duration;
+
+/// Run NeMo Gym benchmarks as Kubernetes Jobs: one Job per benchmark, vLLM sidecars plus a
+/// Gym driver in each pod.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  nrl gym render gym.yaml                      # the Jobs, offline
+  nrl gym submit gym.yaml driver.benchmarks.gpqa.run.num_repeats=8
+  nrl gym status gym-job-20260901T120000Z-a1b2c3
+  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa -f
+  nrl gym cancel gym-job-20260901T120000Z-a1b2c3")]
+pub struct GymArgs {
+    #[command(subcommand)]
+    pub command: GymCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GymCommand {
+    /// Render and validate every benchmark's Job; never contacts a cluster.
+    #[command(after_help = "\
+Secret env values (host: values named *_TOKEN, *_KEY, *_SECRET, *PASSWORD, or secret:)
+are rendered as references to the run's Secret; the Secret itself is not printed.
+
+Examples:
+  nrl gym render gym.yaml
+  nrl gym render gym.yaml --run-id gym-job-test -o jobs.yaml
+  nrl gym render gym.yaml compute.cluster.namespace=evals otel.enabled=false")]
+    Render(RenderArgs),
+    /// Submit every benchmark's Job and watch them to the end (a live table).
+    #[command(after_help = "\
+Exit codes: 0 every benchmark succeeded (or --no-wait and every Job was created), 1 a
+benchmark failed or its Job could not be created, 2 bad input, 3 cluster API failure,
+130 Ctrl-C (the run keeps going).
+
+Examples:
+  nrl gym submit gym.yaml
+  nrl gym submit gym.yaml --context prod --parallel 32
+  nrl gym submit gym.yaml --no-wait driver.benchmarks.gpqa.run.num_repeats=8")]
+    Submit(SubmitArgs),
+    /// Show the state of every benchmark of a run.
+    #[command(after_help = "\
+Exit codes: 0 no benchmark failed (some may still run), 1 a benchmark failed.
+
+Examples:
+  nrl gym status gym-job-20260901T120000Z-a1b2c3
+  nrl gym status gym-job-20260901T120000Z-a1b2c3 -n evals --context prod")]
+    Status(StatusArgs),
+    /// Print the logs of a run's driver (or of a sidecar), for one benchmark or all.
+    #[command(after_help = "\
+Without BENCHMARK every benchmark's log is printed, each line prefixed with `[benchmark]`.
+
+Examples:
+  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa
+  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa -f
+  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa --container policy --tail 100")]
+    Logs(LogsArgs),
+    /// Delete a run's Jobs (and pods) and its Secret; or one benchmark's Job.
+    #[command(after_help = "\
+Examples:
+  nrl gym cancel gym-job-20260901T120000Z-a1b2c3
+  nrl gym cancel gym-job-20260901T120000Z-a1b2c3 gpqa")]
+    Cancel(CancelArgs),
+}
+
+/// `CONFIG [OVERRIDES…] [--run-id ID]`
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
+    /// The Gym submit config (YAML; its `defaults:` chain is followed).
+    pub config: PathBuf,
+    /// Hydra-style overrides: `a.b=v` (creates missing keys), `+a.b=v`, `++a.b=v`, `~a.b`.
+    #[arg(value_name = "OVERRIDES")]
+    pub overrides: Vec<String>,
+    /// The run id (default: gym-job-<UTC time>-<6 hex>); names the Jobs and the run's
+    /// directory on the PVC.
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+}
+
+impl ConfigArgs {
+    fn request(&self, env: Arc<dyn Env>) -> GymLoadRequest {
+        let mut req = GymLoadRequest::new(self.config.clone(), env);
+        req.overrides = self.overrides.clone();
+        req
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Write the Jobs to FILE instead of stdout (parent directories are created).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Kube context (default: the config's `compute.<name>.context`, else the current one).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// How many Jobs are applied at once.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub parallel: usize,
+    /// Deadline for applying one Job (retries included), e.g. 60s.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub apply_timeout: Duration,
+    /// Return once the Jobs exist instead of watching them to the end.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+/// Where a run lives; defaults come from its local record.
+#[derive(Debug, Clone, Args)]
+pub struct RunTarget {
+    /// The run id (`gym-job-…`), as `nrl gym submit` printed it.
+    pub run: String,
+    /// Kube context (default: the run's record, else the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace (default: the run's record, else the context's namespace).
+    #[arg(short, long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub target: RunTarget,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub target: RunTarget,
+    /// One benchmark (as named in the config); default: all of them.
+    pub benchmark: Option<String>,
+    /// Keep following until the pods end (waits for a pod that has not started).
+    #[arg(short, long)]
+    pub follow: bool,
+    /// `driver` (the default) or a service name, for that sidecar's vLLM log.
+    #[arg(short, long, value_name = "NAME")]
+    pub container: Option<String>,
+    /// Only the last N lines.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub target: RunTarget,
+    /// Only this benchmark's Job (the run's Secret stays).
+    pub benchmark: Option<String>,
+    /// Return without waiting for the Jobs to be gone.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for the Jobs to be gone.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// Run `nrl gym …`.
+pub fn run(args: GymArgs) -> Result<Exit> {
+    let env: Arc<dyn Env> = Arc::new(ProcessEnv);
+    if let GymCommand::Render(a) = &args.command {
+        return render(a, env);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Diag::new(
+                "nrl::runtime",
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
+    runtime.block_on(async move {
+        match args.command {
+            GymCommand::Render(_) => Ok(Exit::Ok),
+            GymCommand::Submit(a) => submit(a, env).await,
+            GymCommand::Status(a) => status(a, env).await,
+            GymCommand::Logs(a) => logs(a, env).await,
+            GymCommand::Cancel(a) => cancel(a, env).await,
+        }
+    })
+}
+
+fn color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100)
+}
+
+fn warn(d: &Diag) {
+    eprintln!("{}", d.render(color(), width()));
+}
+
+fn prepare(args: &ConfigArgs, env: Arc<dyn Env>) -> Result<Prepared> {
+    let p = session::prepare(&args.request(env), args.run_id.as_deref())?;
+    for w in &p.loaded.warnings {
+        warn(w);
+    }
+    Ok(p)
+}
+
+fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
+    let p = prepare(&args.config, env)?;
+    let docs: Vec<_> = p.plan.jobs.iter().map(|j| j.manifest.clone()).collect();
+    let text = emit::to_yaml_stream(&docs);
+    match &args.output {
+        Some(path) => {
+            super::check::write_file(path, &text)?;
+            eprintln!("wrote {} Job(s) to {}", docs.len(), path.display());
+        }
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "run {}: {} benchmark Job(s) in namespace `{}`",
+        p.plan.run_id,
+        docs.len(),
+        p.plan.namespace
+    );
+    if let (Some(name), Some(secret)) = (p.plan.secret_name(), &p.plan.secret) {
+        let keys: Vec<String> = secret
+            .get("data")
+            .and_then(|d| d.as_map())
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        eprintln!(
+            "plus Secret `{name}` with {} (values not shown)",
+            keys.join(", ")
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// The live table on a terminal, transition lines otherwise (both on stderr).
+struct Live {
+    tty: bool,
+    drawn_lines: usize,
+    last: Vec<crate::gym::state::BenchStatus>,
+}
+
+impl Live {
+    fn new() -> Live {
+        Live {
+            tty: std::io::stderr().is_terminal(),
+            drawn_lines: 0,
+            last: Vec::new(),
+        }
+    }
+
+    fn show(&mut self, view: &RunView) {
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let text = table::render(view.rows(), Some(width() as u16));
+            if self.drawn_lines > 0 {
+                let _ = write!(err, "\x1b[{}F\x1b[J", self.drawn_lines);
+            }
+            let _ = write!(err, "{text}");
+            self.drawn_lines = text.lines().count();
+        } else {
+            for line in table::transitions(&self.last, view.rows()) {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+        self.last = view.rows().to_vec();
+    }
+
+    fn clear(&mut self) {
+        if self.tty && self.drawn_lines > 0 {
+            let _ = write!(std::io::stderr(), "\x1b[{}F\x1b[J", self.drawn_lines);
+            self.drawn_lines = 0;
+        }
+    }
+}
+
+fn reattach_hint(run: &str) -> String {
+    format!(
+        "follow it with `nrl gym status {run}`, `nrl gym logs {run} -f`; stop it with `nrl gym cancel {run}`"
+    )
+}
+
+async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
+    let p = prepare(&args.config, env.clone())?;
+    let k8s = session::connect(&p.plan, args.context.as_deref(), None).await?;
+    eprintln!(
+        "submitting run {} ({} benchmark(s)) to context `{}`, namespace `{}`",
+        p.plan.run_id,
+        p.plan.jobs.len(),
+        k8s.context,
+        p.plan.namespace
+    );
+    let settings = ApplySettings {
+        parallel: args.parallel,
+        timeout: args.apply_timeout,
+    };
+    let mut warn_fn = |d: Diag| warn(&d);
+    let on_applied = |a: &crate::gym::ops::apply::Applied| {
+        if let Some(e) = &a.error {
+            eprintln!("could not create the Job of `{}`: {e}", a.benchmark);
+        }
+    };
+    let mut started =
+        session::start(&k8s, &p, &settings, env.as_ref(), on_applied, &mut warn_fn).await?;
+    let run = p.plan.run_id.clone();
+    if args.no_wait {
+        let failed = started.applied.iter().filter(|a| a.error.is_some()).count();
+        eprintln!(
+            "{} Job(s) created; {}",
+            started.applied.len() - failed,
+            reattach_hint(&run)
+        );
+        println!("{run}");
+        return Ok(if failed > 0 { Exit::Failed } else { Exit::Ok });
+    }
+    let mut live = Live::new();
+    let outcome = {
+        let follow = session::follow(
+            &k8s,
+            &mut started,
+            env.as_ref(),
+            |v| live.show(v),
+            &mut warn_fn,
+        );
+        tokio::select! {
+            r = follow => Some(r),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    };
+    live.clear();
+    match outcome {
+        None => {
+            eprintln!("detached; run {run} keeps going: {}", reattach_hint(&run));
+            Ok(Exit::Interrupted)
+        }
+        Some(r) => {
+            let exit = r?;
+            print!("{}", table::render(started.view.rows(), None));
+            if exit != Exit::Ok {
+                eprintln!("see why with `nrl gym logs {run} <benchmark>`");
+            }
+            Ok(exit)
+        }
+    }
+}
+
+/// Connect for a run, with the record's context and namespace as defaults.
+async fn connect_run(t: &RunTarget, env: &dyn Env) -> Result<(K8s, Option<GymRecord>)> {
+    check_run_id(&t.run)?;
+    let record = GymRecord::load(env, &t.run)?;
+    let context = t
+        .context
+        .clone()
+        .or_else(|| record.as_ref().and_then(|r| r.run.context.clone()));
+    let namespace = t
+        .namespace
+        .clone()
+        .or_else(|| record.as_ref().and_then(|r| r.run.namespace.clone()));
+    let k8s = K8s::connect(&ConnectOptions {
+        context,
+        namespace,
+        kubeconfig: None,
+        ..ConnectOptions::default()
+    })
+    .await?;
+    Ok((k8s, record))
+}
+
+async fn status(args: StatusArgs, env: Arc<dyn Env>) -> Result<Exit> {
+    let (k8s, record) = connect_run(&args.target, env.as_ref()).await?;
+    let ns = k8s.namespace.clone();
+    let run = &args.target.run;
+    let mut view = match &record {
+        Some(r) => {
+            let mut v = RunView::new(
+                r.gym
+                    .benchmarks
+                    .iter()
+                    .map(|b| (b.benchmark.clone(), b.job.clone())),
+            );
+            for b in &r.gym.benchmarks {
+                if let Some(e) = &b.error {
+                    v.apply_failed(&b.job, e);
+                }
+            }
+            v
+        }
+        None => RunView::discovering(),
+    };
+    read_run(&k8s, &ns, run, &mut view).await?;
+    // Jobs removed by their TTL keep the outcome the record saw.
+    if let Some(r) = &record {
+        for b in &r.gym.benchmarks {
+            let recorded = b.phase.as_deref();
+            if let Some(row) = view.row_mut(&b.job)
+                && row.phase == Phase::Pending
+                && matches!(recorded, Some("Succeeded" | "Failed" | "Deleted"))
+            {
+                row.phase = match recorded {
+                    Some("Succeeded") => Phase::Succeeded,
+                    Some("Failed") => Phase::Failed,
+                    _ => Phase::Deleted,
+                };
+                row.detail = format!(
+                    "{} (Job no longer on the cluster)",
+                    b.detail.clone().unwrap_or_default()
+                )
+                .trim()
+                .to_string();
+            }
+        }
+    }
+    if view.rows().is_empty() {
+        return Err(Diag::new("nrl::gym::no_run", format!("no Jobs of run `{run}` in namespace `{ns}`"))
+            .help("check the run id and --namespace/--context (runs submitted here are remembered in ~/.cache/nrl/runs)"));
+    }
+    explain_from_pods(&k8s, &ns, run, &mut view).await?;
+    println!("run {run} (context `{}`, namespace `{ns}`)", k8s.context);
+    print!(
+        "{}",
+        table::render(
+            view.rows(),
+            std::io::stdout().is_terminal().then(|| width() as u16)
+        )
+    );
+    Ok(exit_of(&view))
+}
+
+async fn logs(args: LogsArgs, env: Arc<dyn Env>) -> Result<Exit> {
+    let (k8s, _) = connect_run(&args.target, env.as_ref()).await?;
+    let ns = k8s.namespace.clone();
+    let req = LogRequest {
+        run_id: args.target.run.clone(),
+        benchmark: args.benchmark.clone(),
+        container: args.container.clone(),
+        follow: args.follow,
+        tail: args.tail,
+        start_timeout: None,
+    };
+    let prefix = args.benchmark.is_none();
+    let mut out = std::io::stdout().lock();
+    let stream = stream_logs(&k8s, &ns, &req, |bench, line| {
+        let _ = if prefix {
+            writeln!(out, "[{bench}] {line}")
+        } else {
+            writeln!(out, "{line}")
+        };
+    });
+    tokio::select! {
+        r = stream => r.map(|_| Exit::Ok),
+        _ = tokio::signal::ctrl_c() => Ok(Exit::Interrupted),
+    }
+}
+
+async fn cancel(args: CancelArgs, env: Arc<dyn Env>) -> Result<Exit> {
+    let (k8s, record) = connect_run(&args.target, env.as_ref()).await?;
+    let ns = k8s.namespace.clone();
+    let run = &args.target.run;
+    eprintln!(
+        "cancelling run {run} in context `{}`, namespace `{ns}`",
+        k8s.context
+    );
+    let wait = (!args.no_wait).then_some(args.timeout);
+    let done = cancel_run(&k8s, &ns, run, args.benchmark.as_deref(), wait).await?;
+    if done.jobs.is_empty() && done.secret.is_none() {
+        eprintln!("nothing to delete: no Jobs of run `{run}` are left");
+    }
+    for j in &done.jobs {
+        println!("deleted Job {j}");
+    }
+    if let Some(s) = &done.secret {
+        println!("deleted Secret {s}");
+    }
+    if let Some(mut r) = record
+        && args.benchmark.is_none()
+    {
+        r.run
+            .set_status(RunStatus::Stopped, None, Some("cancelled".into()));
+        if let Err(e) = r.save(env.as_ref()) {
+            warn(&e.warning());
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,196 @@
+//! `env` values (ref-nemo-gym-k8s §1.8): every value carries a prefix.
+//!
+//! - `lit:VALUE`: the literal text.
+//! - `host:VAR`: `VAR` read from the submitting machine (an unset `VAR` is an error).
+//! - `secret:VAR`: like `host:`, always treated as a secret (nrl's addition).
+//! - `runtime:VAR`: refused on Kubernetes (there is no shell to resolve it against).
+//!
+//! A `host:` value is a secret when its variable name or the env key ends in `_KEY`,
+//! `_TOKEN`, `_SECRET` or `PASSWORD`; secrets reach the pod through the run's Secret,
+//! never through the Job spec (ref §7 #1).
+
+use crate::config::env::Env;
+use crate::config::node::{KeyKind, Node, Value};
+use crate::config::typed::check::{Cx, Path, RULE, TYPE, wrong_type};
+use crate::diag::Diag;
+
+use super::model::{EnvMap, EnvOrigin, EnvValue};
+
+const PREFIXES: &str = "'lit:', 'host:', 'secret:' or 'runtime:'";
+
+/// Whether a variable name looks like it holds a credential.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_KEY", "_TOKEN", "_SECRET", "PASSWORD"]
+        .iter()
+        .any(|s| upper.ends_with(s))
+}
+
+/// `^[A-Za-z_][A-Za-z0-9_]*$`
+pub fn is_var_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What Kubernetes accepts as a container env name: `[-._a-zA-Z][-._a-zA-Z0-9]*`.
+fn is_k8s_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || "-._".contains(c))
+        && chars.all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+}
+
+/// Read an `env` mapping, resolving `host:` values through `env`.
+pub(super) fn env_map(env: &dyn Env) -> impl Fn(&mut Cx, &Node, &Path) -> Option<EnvMap> + '_ {
+    move |cx, node, path| {
+        let Value::Map(m) = &node.value else {
+            cx.report(wrong_type(
+                node,
+                path,
+                "a mapping of names to prefixed values",
+                "write `NAME: lit:value` or `NAME: host:VAR` lines".into(),
+            ));
+            return None;
+        };
+        let mut out = EnvMap::new();
+        let mut ok = true;
+        for (key, v) in m {
+            let here = path.key(key);
+            if v.key_kind != KeyKind::Str || !is_k8s_env_name(key) {
+                cx.report(
+                    Diag::new(
+                        RULE,
+                        format!("`{here}`: `{key}` is not a valid environment variable name"),
+                    )
+                    .label(v.key_span.or(v.span), "not a variable name")
+                    .help(
+                        "use letters, digits and `_` (not starting with a digit), e.g. `HF_TOKEN`",
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            match value(cx, env, key, v, &here) {
+                Some(ev) => {
+                    out.insert(key.clone(), ev);
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+}
+
+fn value(cx: &mut Cx, env: &dyn Env, key: &str, node: &Node, path: &Path) -> Option<EnvValue> {
+    let Value::Str(raw) = &node.value else {
+        let help = format!(
+            "env values are prefixed strings; quote it: `{key}: \"lit:{}\"`",
+            node
+        );
+        cx.report(wrong_type(node, path, "a prefixed string", help));
+        return None;
+    };
+    let ev = |value: String, origin: EnvOrigin| EnvValue {
+        value,
+        origin,
+        written: raw.clone(),
+        span: node.best_span(),
+    };
+    if let Some(lit) = raw.strip_prefix("lit:") {
+        return Some(ev(lit.to_string(), EnvOrigin::Literal));
+    }
+    let (prefix, var) = match raw.split_once(':') {
+        Some((p @ ("host" | "secret" | "runtime"), var)) => (p, var),
+        _ => {
+            cx.report(
+                Diag::new(
+                    TYPE,
+                    format!("`{path}`: `{raw}` must start with one of the prefixes {PREFIXES}"),
+                )
+                .label(node.best_span(), "no prefix")
+                .help(format!(
+                    "write `{key}: lit:{raw}` for this exact text, or `{key}: host:VAR` to copy VAR from your shell (a bare value is not an implicit `lit:`)"
+                )),
+            );
+            return None;
+        }
+    };
+    if !is_var_name(var) {
+        cx.report(
+            Diag::new(
+                RULE,
+                format!(
+                    "`{path}`: `{var}` is not a valid environment variable name for {prefix}:{var}"
+                ),
+            )
+            .label(node.best_span(), "not a variable name")
+            .help("names match [A-Za-z_][A-Za-z0-9_]*"),
+        );
+        return None;
+    }
+    if prefix == "runtime" {
+        cx.report(
+            Diag::new(
+                RULE,
+                format!("`{path}`: `runtime:{var}` is not supported on Kubernetes (no shell to resolve it against)"),
+            )
+            .label(node.best_span(), "runtime: value")
+            .help(format!(
+                "use `lit:` for a fixed value, or `host:{var}` to copy it from the submitting shell"
+            )),
+        );
+        return None;
+    }
+    let Some(value) = env.var(var) else {
+        cx.report(
+            Diag::new(
+                "nrl::gym::host_env_unset",
+                format!("`{path}` references {prefix}:{var}, but `{var}` is not set in the submitting shell's environment"),
+            )
+            .label(node.best_span(), format!("`{var}` is unset"))
+            .help(format!("export {var}=... before running nrl, or use `lit:` for a fixed value")),
+        );
+        return None;
+    };
+    let secret = prefix == "secret" || is_secret_name(var) || is_secret_name(key);
+    Some(ev(
+        value,
+        EnvOrigin::Host {
+            var: var.to_string(),
+            secret,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names() {
+        for n in [
+            "HF_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_SECRET",
+            "DB_PASSWORD",
+            "PASSWORD",
+            "hf_token",
+        ] {
+            assert!(is_secret_name(n), "{n}");
+        }
+        for n in ["HF_HOME", "TOKENIZERS_PARALLELISM", "KEYRING", "USER"] {
+            assert!(!is_secret_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn variable_names() {
+        assert!(is_var_name("HF_TOKEN"));
+        assert!(is_var_name("_x1"));
+        assert!(!is_var_name("1X"));
+        assert!(!is_var_name("A-B"));
+        assert!(!is_var_name(""));
+        assert!(is_k8s_env_name("my.var-1"));
+        assert!(!is_k8s_env_name("9lives"));
+    }
+}

@@ -1,0 +1,115 @@
+//! Cancelling a run (or one benchmark): delete its Jobs by label with foreground
+//! propagation (the Jobs go only after their pods), and, for a whole run, its Secret;
+//! then wait, through one label-selected watch, until the Jobs are gone.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value as Json;
+
+use crate::diag::{Diag, Result};
+use crate::k8s::K8s;
+use crate::k8s::objects::Propagation;
+use crate::k8s::watch::LabelledEvent;
+
+use crate::gym::names::{benchmark_selector, run_selector, secret_name};
+
+/// What a cancel removed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cancelled {
+    pub jobs: Vec<String>,
+    /// The Secret, when a whole run was cancelled and it existed.
+    pub secret: Option<String>,
+}
+
+fn name(o: &Json) -> String {
+    o.pointer("/metadata/name")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+pub async fn cancel_run(
+    k8s: &K8s,
+    ns: &str,
+    run_id: &str,
+    benchmark: Option<&str>,
+    wait: Option<Duration>,
+) -> Result<Cancelled> {
+    let jobs_ar = super::jobs()?;
+    let selector = match benchmark {
+        Some(b) => benchmark_selector(run_id, b),
+        None => run_selector(run_id),
+    };
+    let jobs: Vec<String> = k8s
+        .list(&jobs_ar, ns, Some(&selector))
+        .await?
+        .iter()
+        .map(name)
+        .collect();
+    // The Secret is owned by the Jobs, so the garbage collector may remove it first.
+    let secret = match benchmark {
+        None => {
+            let name = secret_name(run_id);
+            k8s.get(&super::secrets()?, ns, &name).await?.map(|_| name)
+        }
+        Some(_) => None,
+    };
+    let deletions = futures::stream::iter(jobs.iter())
+        .map(|j| k8s.delete_with(&jobs_ar, ns, j, Propagation::Foreground))
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    for d in deletions {
+        d?;
+    }
+    if let Some(s) = &secret {
+        k8s.delete(&super::secrets()?, ns, s).await?;
+    }
+    let out = Cancelled { jobs, secret };
+    if let Some(timeout) = wait
+        && !out.jobs.is_empty()
+    {
+        wait_gone(k8s, ns, &selector, timeout).await?;
+    }
+    Ok(out)
+}
+
+/// Wait until no Job matches `selector`.
+async fn wait_gone(k8s: &K8s, ns: &str, selector: &str, timeout: Duration) -> Result<()> {
+    let ar = super::jobs()?;
+    let mut stream = Box::pin(k8s.watch_labelled(&ar, ns, selector));
+    let mut left: HashSet<String> = HashSet::new();
+    let wait = async {
+        while let Some(ev) = stream.next().await {
+            match ev? {
+                LabelledEvent::Reset(all) => left = all.iter().map(name).collect(),
+                LabelledEvent::Applied(o) => {
+                    left.insert(name(&o));
+                }
+                LabelledEvent::Deleted(o) => {
+                    left.remove(&name(&o));
+                }
+            }
+            if left.is_empty() {
+                return Ok(());
+            }
+        }
+        Err(Diag::api(
+            "nrl::k8s::watch",
+            "the watch ended before the Jobs were gone",
+        ))
+    };
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(r) => r,
+        Err(_) => Err(Diag::api(
+            "nrl::k8s::timeout",
+            format!(
+                "the Jobs matching `{selector}` were still there after {}s",
+                timeout.as_secs()
+            ),
+        )
+        .help("they are being deleted; check again with `nrl gym status RUN`")),
+    }
+}

@@ -1,0 +1,267 @@
+//! What a benchmark is doing, read from its Job (and, for detail, its pod). Pure functions
+//! over the API's JSON, so the watch, `status` and the tests share one reading.
+
+use std::fmt;
+
+use serde_json::Value as Json;
+
+use super::names::BENCHMARK_LABEL;
+
+/// A benchmark's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// The Job could not be created.
+    ApplyFailed,
+    /// Created; no pod yet.
+    Pending,
+    /// A pod exists but is not ready (scheduling, image pull, sidecars loading the model).
+    Starting,
+    /// The pod is ready: sidecars serve and the driver runs.
+    Running,
+    Succeeded,
+    Failed,
+    /// The Job disappeared before it finished (cancelled or deleted).
+    Deleted,
+}
+
+impl Phase {
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Phase::ApplyFailed | Phase::Succeeded | Phase::Failed | Phase::Deleted
+        )
+    }
+
+    pub fn is_failure(self) -> bool {
+        matches!(self, Phase::ApplyFailed | Phase::Failed | Phase::Deleted)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::ApplyFailed => "ApplyFailed",
+            Phase::Pending => "Pending",
+            Phase::Starting => "Starting",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Deleted => "Deleted",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One row of a run's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchStatus {
+    pub benchmark: String,
+    pub job: String,
+    pub phase: Phase,
+    /// Why it failed, or what it waits for.
+    pub detail: String,
+}
+
+fn condition<'a>(job: &'a Json, kind: &str) -> Option<&'a Json> {
+    job.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == "True")
+}
+
+fn int(job: &Json, ptr: &str) -> i64 {
+    job.pointer(ptr).and_then(Json::as_i64).unwrap_or(0)
+}
+
+/// The phase of a Job, and a detail for failures.
+pub fn job_phase(job: &Json) -> (Phase, String) {
+    if condition(job, "Complete").is_some() {
+        return (Phase::Succeeded, String::new());
+    }
+    if let Some(c) = condition(job, "Failed") {
+        let reason = c["reason"].as_str().unwrap_or("Failed");
+        let detail = match reason {
+            "DeadlineExceeded" => "activeDeadlineSeconds exceeded".to_string(),
+            "BackoffLimitExceeded" => "the pod failed".to_string(),
+            other => match c["message"].as_str() {
+                Some(m) if !m.is_empty() => format!("{other}: {m}"),
+                _ => other.to_string(),
+            },
+        };
+        return (Phase::Failed, detail);
+    }
+    if int(job, "/status/ready") > 0 {
+        (Phase::Running, String::new())
+    } else if int(job, "/status/active") > 0 {
+        (Phase::Starting, String::new())
+    } else {
+        (Phase::Pending, String::new())
+    }
+}
+
+/// The benchmark label of a Job or pod.
+pub fn benchmark_label(obj: &Json) -> Option<&str> {
+    obj.pointer(&format!("/metadata/labels/{}", BENCHMARK_LABEL))
+        .and_then(Json::as_str)
+}
+
+/// What a pod's containers say: the first waiting reason or failed termination, e.g.
+/// `policy: ImagePullBackOff`, `driver exited 1 (Error)`, `Unschedulable: 0/3 nodes …`.
+pub fn pod_detail(pod: &Json) -> Option<String> {
+    let status = pod.get("status")?;
+    if let Some(c) = status
+        .get("conditions")
+        .and_then(Json::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+        })
+    {
+        let reason = c["reason"].as_str().unwrap_or("Unschedulable");
+        return Some(match c["message"].as_str() {
+            Some(m) if !m.is_empty() => format!("{reason}: {m}"),
+            _ => reason.to_string(),
+        });
+    }
+    let lists = ["containerStatuses", "initContainerStatuses"];
+    // A failed main container explains a failed pod best; then anything stuck waiting.
+    for key in lists {
+        for cs in status
+            .get(key)
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = cs["name"].as_str().unwrap_or("?");
+            if let Some(t) = cs.pointer("/state/terminated")
+                && t["exitCode"].as_i64().is_some_and(|c| c != 0)
+            {
+                let code = t["exitCode"].as_i64().unwrap_or(0);
+                let reason = t["reason"].as_str().unwrap_or("Error");
+                return Some(format!("{name} exited {code} ({reason})"));
+            }
+        }
+    }
+    for key in lists {
+        for cs in status
+            .get(key)
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = cs["name"].as_str().unwrap_or("?");
+            if let Some(reason) = cs.pointer("/state/waiting/reason").and_then(Json::as_str)
+                && !matches!(reason, "ContainerCreating" | "PodInitializing")
+            {
+                let restarts = cs["restartCount"].as_i64().unwrap_or(0);
+                let more = if restarts > 0 {
+                    format!(", {restarts} restarts")
+                } else {
+                    String::new()
+                };
+                return Some(format!("{name}: {reason}{more}"));
+            }
+        }
+    }
+    status
+        .get("reason")
+        .and_then(Json::as_str)
+        .map(str::to_string)
+}
+
+/// Counts per phase, for summary lines (`3 Succeeded, 1 Failed`).
+pub fn summary(rows: &[BenchStatus]) -> String {
+    let mut counts: Vec<(Phase, usize)> = Vec::new();
+    for r in rows {
+        match counts.iter_mut().find(|(p, _)| *p == r.phase) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((r.phase, 1)),
+        }
+    }
+    counts.sort();
+    counts
+        .iter()
+        .map(|(p, n)| format!("{n} {p}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn phases_from_job_status() {
+        assert_eq!(job_phase(&json!({})).0, Phase::Pending);
+        assert_eq!(
+            job_phase(&json!({"status": {"active": 1, "ready": 0}})).0,
+            Phase::Starting
+        );
+        assert_eq!(
+            job_phase(&json!({"status": {"active": 1, "ready": 1}})).0,
+            Phase::Running
+        );
+        let done = json!({"status": {"conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}});
+        assert_eq!(job_phase(&done).0, Phase::Succeeded);
+        let failed = json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}});
+        assert_eq!(job_phase(&failed), (Phase::Failed, "the pod failed".into()));
+        let deadline = json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}});
+        assert_eq!(job_phase(&deadline).1, "activeDeadlineSeconds exceeded");
+        let not_yet =
+            json!({"status": {"conditions": [{"type": "Failed", "status": "False"}], "active": 1}});
+        assert_eq!(job_phase(&not_yet).0, Phase::Starting);
+    }
+
+    #[test]
+    fn pod_details() {
+        let failed = json!({"status": {"phase": "Failed",
+            "initContainerStatuses": [{"name": "policy", "state": {"terminated": {"exitCode": 0}}}],
+            "containerStatuses": [{"name": "driver", "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}});
+        assert_eq!(
+            pod_detail(&failed).as_deref(),
+            Some("driver exited 3 (Error)")
+        );
+        let pulling = json!({"status": {"phase": "Pending",
+            "initContainerStatuses": [{"name": "policy", "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff"}}}],
+            "containerStatuses": [{"name": "driver", "state": {"waiting": {"reason": "PodInitializing"}}}]}});
+        assert_eq!(
+            pod_detail(&pulling).as_deref(),
+            Some("policy: ImagePullBackOff")
+        );
+        let crash = json!({"status": {"initContainerStatuses": [{"name": "policy", "restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+        assert_eq!(
+            pod_detail(&crash).as_deref(),
+            Some("policy: CrashLoopBackOff, 4 restarts")
+        );
+        let unsched = json!({"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}});
+        assert_eq!(
+            pod_detail(&unsched).as_deref(),
+            Some("Unschedulable: 0/1 nodes are available")
+        );
+        assert_eq!(pod_detail(&json!({"status": {"phase": "Running"}})), None);
+    }
+
+    #[test]
+    fn summaries() {
+        let row = |p| BenchStatus {
+            benchmark: "b".into(),
+            job: "j".into(),
+            phase: p,
+            detail: String::new(),
+        };
+        let rows = [
+            row(Phase::Failed),
+            row(Phase::Succeeded),
+            row(Phase::Succeeded),
+            row(Phase::Running),
+        ];
+        assert_eq!(summary(&rows), "1 Running, 2 Succeeded, 1 Failed");
+        assert!(Phase::Deleted.is_failure() && Phase::Deleted.is_terminal());
+        assert!(!Phase::Running.is_terminal());
+    }
+}

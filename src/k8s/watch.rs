@@ -1,0 +1,91 @@
+//! Label-selected watches: one watch for a whole set of objects (all Jobs of a Gym run),
+//! instead of one per object. The initial list and every relist arrive as a [`Reset`]
+//! with the complete set, later changes one by one; dropped connections and 410 Gone are
+//! retried by kube-runtime's watcher with backoff. Permission errors end the stream.
+//!
+//! [`Reset`]: LabelledEvent::Reset
+
+use futures::{Stream, StreamExt};
+use kube::discovery::ApiResource;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value as Json;
+
+use super::client::K8s;
+use super::errors::{Action, status_code, to_diag};
+use crate::diag::Result;
+
+/// One change seen by [`K8s::watch_labelled`].
+#[derive(Debug, Clone)]
+pub enum LabelledEvent {
+    /// Every matching object, after the initial list or a relist.
+    Reset(Vec<Json>),
+    /// An object was created or changed.
+    Applied(Json),
+    /// An object is gone.
+    Deleted(Json),
+}
+
+impl K8s {
+    /// Watch every `ar` object in `ns` matching the label `selector`, through one watch.
+    /// Yields `Err` (and then ends) only for errors that retrying cannot fix (401/403).
+    pub fn watch_labelled(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        selector: &str,
+    ) -> impl Stream<Item = Result<LabelledEvent>> + Send + 'static {
+        let api = self.api(ar, ns);
+        let cfg = watcher::Config::default().labels(selector);
+        let plural = ar.plural.clone();
+        let namespace = ns.to_string();
+        let mut buffer: Vec<Json> = Vec::new();
+        let mut failed = false;
+        watcher::watcher(api, cfg)
+            .default_backoff()
+            .filter_map(move |ev| {
+                let out = if failed {
+                    None
+                } else {
+                    match ev {
+                        Ok(Event::Init) => {
+                            buffer.clear();
+                            None
+                        }
+                        Ok(Event::InitApply(o)) => {
+                            buffer.extend(serde_json::to_value(o).ok());
+                            None
+                        }
+                        Ok(Event::InitDone) => {
+                            Some(Ok(LabelledEvent::Reset(std::mem::take(&mut buffer))))
+                        }
+                        Ok(Event::Apply(o)) => serde_json::to_value(o)
+                            .ok()
+                            .map(|j| Ok(LabelledEvent::Applied(j))),
+                        Ok(Event::Delete(o)) => serde_json::to_value(o)
+                            .ok()
+                            .map(|j| Ok(LabelledEvent::Deleted(j))),
+                        Err(
+                            watcher::Error::InitialListFailed(ke)
+                            | watcher::Error::WatchStartFailed(ke)
+                            | watcher::Error::WatchFailed(ke),
+                        ) if matches!(status_code(&ke), Some(401 | 403)) => {
+                            failed = true;
+                            Some(Err(to_diag(
+                                ke,
+                                &Action {
+                                    verb: "watch",
+                                    resource: &plural,
+                                    name: None,
+                                    namespace: Some(&namespace),
+                                },
+                            )))
+                        }
+                        // Transient: the watcher backs off and resumes (relisting if needed).
+                        Err(_) => None,
+                    }
+                };
+                std::future::ready(out)
+            })
+    }
+}
