@@ -214,6 +214,40 @@ fn plan_mode_records_and_answers_for_planned_clusters() {
 }
 
 #[test]
+fn the_doctor_gates_up_as_it_does_for_nrl_cluster_up() {
+    let fake = FakeK8s::builder().namespace("team-rl").start();
+    let pair = r#"let cfg = recipe("tests/data/doctor/gpu_mismatch.recipe.yaml",
+                                    #{infra: "tests/data/doctor/infra.yaml"});"#;
+    let r = run_on(
+        &fake,
+        &format!(
+            r#"{pair}
+               try {{ cluster::up(cfg, #{{wait: false}}) }} catch (e) {{ print(e.code); print(e.help) }}
+               print(cluster::up(cfg, #{{wait: false, doctor: false}})[0].action);"#
+        ),
+        false,
+    );
+    r.ok();
+    assert_eq!(
+        r.stdout(),
+        "nrl::doctor::gate\n\
+         fix the errors above, silence a rule with `# nrl: allow CODE`, or pass `doctor: false` to cluster::up\n\
+         created\n"
+    );
+    let err = r.stderr();
+    assert!(err.contains("nrl::doctor::gpu_mismatch"), "{err}");
+    assert!(
+        err.contains("nrl::doctor::missing_object"),
+        "the preflight ran: {err}"
+    );
+    // Only the second call applied anything.
+    let applies = fake.requests(|q| {
+        q.is_apply() && !q.is_dry_run() && q.resource.as_deref() == Some("rayclusters")
+    });
+    assert_eq!(applies.len(), 1);
+}
+
+#[test]
 fn bad_targets_and_options_fail_at_the_call() {
     let fake = FakeK8s::start();
     let r = run_on(

@@ -18,8 +18,11 @@ use super::config::Config;
 use super::options::Options;
 use super::ray::Dashboard;
 use crate::config::env::username;
+use crate::config::node::Node;
 use crate::config::schema::Role;
 use crate::diag::Diag;
+use crate::doctor::gate;
+use crate::k8s::K8s;
 use crate::launch::check::validate_manifests;
 use crate::launch::cluster::{
     DEFAULT_READY_TIMEOUT, DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down,
@@ -38,7 +41,7 @@ use crate::script::plan::object_key;
 /// Default deadline of each deletion wait of `down` (as `nrl cluster down`).
 const DOWN_TIMEOUT: Duration = Duration::from_secs(600);
 
-const UP_OPTIONS: [&str; 7] = [
+const UP_OPTIONS: [&str; 8] = [
     "targets",
     "wait",
     "timeout",
@@ -46,6 +49,7 @@ const UP_OPTIONS: [&str; 7] = [
     "daemons",
     "repo_root",
     "validate",
+    "doctor",
 ];
 const DOWN_OPTIONS: [&str; 4] = ["targets", "wait", "timeout", "force"];
 const LOG_OPTIONS: [&str; 4] = ["source", "tail", "container", "follow"];
@@ -80,8 +84,8 @@ pub mod cluster_module {
 
     /// Bring up every declared role's RayCluster (in order: generation, gym, training;
     /// DRA objects first), then every Deployment with its Service; wait until each is
-    /// ready and submit the roles' daemons — `nrl cluster up`. Returns a `Cluster` per
-    /// target. Recorded in plan mode.
+    /// ready and submit the roles' daemons — `nrl cluster up`, doctor gate included.
+    /// Returns a `Cluster` per target. Recorded in plan mode.
     #[rhai_fn(return_raw)]
     pub fn up(ctx: NativeCallContext, cfg: Config) -> RhaiResult<Array> {
         at(ctx.call_position(), bring_up(&ctx, &cfg, &Map::new()))
@@ -92,7 +96,9 @@ pub mod cluster_module {
     /// true), `timeout` (seconds per target, default 900), `force` (act on clusters
     /// labelled as another user's), `daemons` (default true; needs `wait`), `repo_root`
     /// (where daemons' upload paths are read; default the working directory), `validate`
-    /// (offline schema check first, default true).
+    /// (offline schema check first, default true), `doctor` (default true: the offline
+    /// rules and the read-only preflight run first, as for `nrl cluster up`; errors stop
+    /// it; not run in plan mode).
     #[rhai_fn(name = "up", return_raw)]
     pub fn up_with(ctx: NativeCallContext, cfg: Config, options: Map) -> RhaiResult<Array> {
         at(ctx.call_position(), bring_up(&ctx, &cfg, &options))
@@ -310,10 +316,11 @@ fn bring_up(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<
     let o = Options::new("cluster::up", options, &UP_OPTIONS)?;
     let loaded = cfg.loaded();
     let targets = targets_of(cfg, &o)?;
+    let objects = up_objects(loaded, &targets, &username(&*loaded.env)).map_err(fail)?;
     if o.bool("validate", true)? {
-        let me = username(&*loaded.env);
-        validate_manifests(&up_objects(loaded, &targets, &me).map_err(fail)?).map_err(fail)?;
+        validate_manifests(&objects).map_err(fail)?;
     }
+    let run_doctor = o.bool("doctor", true)?;
     let opts = UpOptions {
         wait: o.bool("wait", true)?,
         timeout: o.seconds("timeout", DEFAULT_READY_TIMEOUT)?,
@@ -329,12 +336,39 @@ fn bring_up(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<
     }
     let k = h.k8s()?;
     h.announce(&k, &loaded.infra.namespace);
+    if run_doctor {
+        doctor_gate(&h, &k, cfg, &objects, &opts)?;
+    }
     let progress = h.progress();
     let outcomes = h.block_on(cluster_up(&k, loaded, &targets, &opts, &progress))?;
     Ok(outcomes
         .iter()
         .map(|o| Dynamic::from(handle_of(cfg, o)))
         .collect())
+}
+
+/// `nrl cluster up`'s doctor gate: the report on the script's stderr, errors stop.
+fn doctor_gate(
+    h: &Host,
+    k: &K8s,
+    cfg: &Config,
+    objects: &[Node],
+    opts: &UpOptions,
+) -> RhaiResult<()> {
+    let options = crate::doctor::Options {
+        repo_root: Some(opts.repo_root.clone()),
+        ..crate::doctor::Options::default()
+    };
+    let report = h.block_on(gate::report(k, cfg.loaded(), objects, &options))?;
+    if !report.is_empty() {
+        let (color, width) = h.diag_style();
+        h.print(Stream::Stderr, &report.render(color, width));
+    }
+    gate::verdict(&report).map_err(|d| {
+        fail(d.help(
+            "fix the errors above, silence a rule with `# nrl: allow CODE`, or pass `doctor: false` to cluster::up",
+        ))
+    })
 }
 
 fn handle_of(cfg: &Config, o: &UpOutcome) -> Cluster {
