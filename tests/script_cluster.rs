@@ -257,6 +257,7 @@ fn bad_targets_and_options_fail_at_the_call() {
                try {{ cluster::up(cfg, #{{targets: ["kuberay.nope"]}}) }} catch (e) {{ print(e.code) }}
                try {{ cluster::up(cfg, #{{timout: 5}}) }} catch (e) {{ print(e.help) }}
                try {{ cluster::up(cfg, #{{wait: "yes"}}) }} catch (e) {{ print(e.message) }}
+               try {{ cluster::up(cfg, #{{repo_root: "/etc"}}) }} catch (e) {{ print(e.code) }}
                try {{ cluster::logs(cfg, "trainer") }} catch (e) {{ print(e.message) }}
                try {{ cluster::logs(cfg, "gym", #{{source: "stdout"}}) }} catch (e) {{ print(e.message) }}"#
         ),
@@ -271,7 +272,8 @@ fn bad_targets_and_options_fail_at_the_call() {
         lines[2],
         "option `wait` of cluster::up() must be true or false (got string)"
     );
-    assert_eq!(lines[3], "unknown role `trainer`");
-    assert_eq!(lines[4], "unknown log source `stdout`");
+    assert_eq!(lines[3], "nrl::script::file_access");
+    assert_eq!(lines[4], "unknown role `trainer`");
+    assert_eq!(lines[5], "unknown log source `stdout`");
     assert!(fake.request_log().is_empty(), "{:?}", fake.request_log());
 }

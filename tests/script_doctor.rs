@@ -68,7 +68,8 @@ fn check_options_change_which_rules_apply() {
            print(doctor::check(cfg).map(|f| f.code));
            print(doctor::check(cfg, #{rayjob: true}).map(|f| f.code));
            try { doctor::check(cfg, #{code_source: "ftp"}) } catch (e) { print(e.message) }
-           try { doctor::check(cfg, #{code_sorce: "upload"}) } catch (e) { print(e.help) }"#);
+           try { doctor::check(cfg, #{code_sorce: "upload"}) } catch (e) { print(e.help) }
+           try { doctor::check(cfg, #{repo_root: ".."}) } catch (e) { print(e.code) }"#);
     r.ok();
     let out = r.stdout();
     let lines: Vec<&str> = out.lines().collect();
@@ -76,6 +77,7 @@ fn check_options_change_which_rules_apply() {
     assert_eq!(lines[1], "[]", "a RayJob uploads nothing: {out}");
     assert_eq!(lines[2], "unknown code source `ftp`");
     assert!(lines[3].starts_with("did you mean `code_source`?"), "{out}");
+    assert_eq!(lines[4], "nrl::script::file_access");
 }
 
 #[test]

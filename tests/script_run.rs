@@ -152,7 +152,8 @@ fn plan_mode_records_runs_without_staging_or_submitting() {
                let a = run::local(cfg, #{{run_id: "s-plan-1"}});
                let b = run::on_ray(cfg, "http://127.0.0.1:9", #{{run_id: "s-plan-2"}});
                print(`${{a}} ${{a.ok}} ${{a.log()}}|`);
-               print(`${{b}} ${{b.submission().planned}}`);"#
+               print(`${{b}} ${{b.submission().planned}}`);
+               try {{ run::local(cfg, #{{repo_root: "/"}}) }} catch (e) {{ print(e.code) }}"#
         ),
         &[],
         |o| o.dry_run = true,
@@ -160,7 +161,7 @@ fn plan_mode_records_runs_without_staging_or_submitting() {
     r.ok();
     assert_eq!(
         r.stdout(),
-        "Run(s-plan-1, local, planned) true |\nRun(s-plan-2, ray, planned) true\n"
+        "Run(s-plan-1, local, planned) true |\nRun(s-plan-2, ray, planned) true\nnrl::script::file_access\n"
     );
     let plan = r.host.plan.render();
     assert_eq!(

@@ -327,7 +327,7 @@ fn bring_up(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<
         force: o.bool("force", false)?,
         daemons: o.bool("daemons", true)?,
         repo_root: match o.str("repo_root") {
-            Some(p) => h.path(&p),
+            Some(p) => super::util::confined(&h, &p).map_err(fail)?,
             None => h.opts.workdir.clone(),
         },
     };

@@ -34,7 +34,7 @@ pub mod doctor_module {
     /// errors first.
     #[rhai_fn(return_raw)]
     pub fn check(ctx: NativeCallContext, cfg: Config) -> RhaiResult<Array> {
-        at(ctx.call_position(), offline(&cfg, &Map::new()))
+        at(ctx.call_position(), offline(&ctx, &cfg, &Map::new()))
     }
 
     /// `check` with options: `code_source` (`upload`, `image`, `lustre`: check as
@@ -42,7 +42,7 @@ pub mod doctor_module {
     /// `rayjob` (the launch is a RayJob, which uploads nothing).
     #[rhai_fn(name = "check", return_raw)]
     pub fn check_with(ctx: NativeCallContext, cfg: Config, options: Map) -> RhaiResult<Array> {
-        at(ctx.call_position(), offline(&cfg, &options))
+        at(ctx.call_position(), offline(&ctx, &cfg, &options))
     }
 
     /// The read-only cluster checks of `nrl doctor` (referenced PVCs, Secrets and other
@@ -151,7 +151,8 @@ pub mod doctor_module {
     }
 }
 
-fn offline(cfg: &Config, options: &Map) -> RhaiResult<Array> {
+fn offline(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<Array> {
+    let h = host(ctx)?;
     let o = Options::new(
         "doctor::check",
         options,
@@ -169,7 +170,10 @@ fn offline(cfg: &Config, options: &Map) -> RhaiResult<Array> {
     };
     let opts = doctor::Options {
         code_source,
-        repo_root: o.str("repo_root").map(Into::into),
+        repo_root: match o.str("repo_root") {
+            Some(p) => Some(super::util::confined(&h, &p).map_err(fail)?),
+            None => Some(h.opts.workdir.clone()),
+        },
         rayjob: o.bool("rayjob", false)?,
     };
     let loaded = cfg.loaded();

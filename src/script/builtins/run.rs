@@ -292,8 +292,9 @@ fn context(h: &Host, cfg: &Config, o: &Options) -> RhaiResult<RunContext> {
     let request = cfg.request();
     let run_id =
         resolve_run_id(o.str("run_id").as_deref(), &request.recipe, &store).map_err(fail)?;
+    // The staged files are read from here: it stays inside the working directory.
     let repo_root = match o.str("repo_root") {
-        Some(p) => h.path(&p),
+        Some(p) => super::util::confined(h, &p).map_err(fail)?,
         None => h.opts.workdir.clone(),
     };
     Ok(RunContext {
