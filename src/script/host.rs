@@ -281,6 +281,49 @@ impl Host {
         }
     }
 
+    /// Run `fut` to completion without watching Ctrl-C: for the bounded clean-up a
+    /// built-in does after an interrupt (stopping a local run gracefully, writing its
+    /// record), which must not be cut short by the same interrupt.
+    pub fn block_on_to_end<T>(&self, fut: impl Future<Output = Result<T, Diag>>) -> RhaiResult<T> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(fail(Diag::new(
+                "nrl::script::nested_io",
+                "a built-in that waits on I/O was called from inside another one",
+            )));
+        }
+        let handle = self.runtime_handle().map_err(fail)?;
+        handle.block_on(fut).map_err(fail)
+    }
+
+    /// Where the library's progress lines go: a spinner when stderr is a terminal, else
+    /// plain lines on the script's stderr (captured with the rest of its output).
+    pub fn progress(&self) -> crate::launch::Progress {
+        if self.opts.output.is_terminal(Stream::Stderr) {
+            return crate::launch::Progress::terminal();
+        }
+        let out = self.opts.output.clone();
+        crate::launch::Progress::lines_to(move |line| {
+            let mut text = String::with_capacity(line.len() + 1);
+            text.push_str(line);
+            text.push('\n');
+            out.write(Stream::Stderr, &text);
+        })
+    }
+
+    /// Colour and width for diagnostics a script prints on stdout: colour on a terminal
+    /// unless NO_COLOR is set, width from COLUMNS (default 100).
+    pub fn diag_style(&self) -> (bool, usize) {
+        let color =
+            self.opts.output.is_terminal(Stream::Stdout) && self.opts.env.var("NO_COLOR").is_none();
+        let width = self
+            .opts
+            .env
+            .var("COLUMNS")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(100);
+        (color, width)
+    }
+
     /// Spawn `fut` on the runtime (for streams feeding callbacks on the engine thread).
     pub fn spawn<F>(&self, fut: F) -> RhaiResult<tokio::task::JoinHandle<F::Output>>
     where
