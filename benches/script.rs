@@ -3,6 +3,10 @@
 //! (load, validate, render the RayJob, record the apply, the checklist). Target: under
 //! 30 ms. The first run (schema compilation included) is printed before the measurements.
 //!
+//! Also `scripts/disagg_first_launch.rhai --dry-run -- … --offline` on the three-role test
+//! pair: the offline doctor rules plus the playbook's own, the report, four planned
+//! bring-ups and the planned status table. Target: under 50 ms.
+//!
 //! `cargo bench --bench script --profile dev` on shared machines.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +30,19 @@ fn args() -> Vec<String> {
         "--run-id",
         "bench-1",
         "grpo.max_num_steps=5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn disagg_args() -> Vec<String> {
+    [
+        "--recipe",
+        "tests/data/cluster/recipe.yaml",
+        "--infra",
+        "tests/data/cluster/infra.yaml",
+        "--offline",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -58,6 +75,13 @@ fn bench(c: &mut Criterion) {
     c.bench_function(
         "engine start + compile + plan-mode run of scripts/launch.rhai",
         |b| b.iter(|| plan_launch(std::hint::black_box(&script), &args)),
+    );
+    let disagg = repo().join("scripts/disagg_first_launch.rhai");
+    let disagg_args = disagg_args();
+    assert_eq!(plan_launch(&disagg, &disagg_args), 4);
+    c.bench_function(
+        "engine start + compile + plan-mode run of scripts/disagg_first_launch.rhai",
+        |b| b.iter(|| plan_launch(std::hint::black_box(&disagg), &disagg_args)),
     );
 }
 

@@ -11,4 +11,5 @@ pub mod k8s;
 pub mod launch;
 pub mod ray;
 pub mod render;
+pub mod repl;
 pub mod script;

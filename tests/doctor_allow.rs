@@ -37,7 +37,7 @@ fn run(recipe: &Path, infra: &Path, home: &Path) -> Report {
     doctor::offline(&c.config, &c.manifests)
 }
 
-fn codes(r: &Report) -> Vec<&'static str> {
+fn codes(r: &Report) -> Vec<&str> {
     r.codes()
 }
 

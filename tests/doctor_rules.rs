@@ -431,7 +431,7 @@ fn reference_examples_have_no_errors() {
         let c = check(&golden_request(recipe, infra), true).expect("reference pair loads");
         let r = doctor::offline(&c.config, &c.manifests);
         assert!(!r.has_errors(), "{infra}: {}", render(&r));
-        let got: Vec<_> = r.warnings().map(|f| f.code).collect();
+        let got: Vec<_> = r.warnings().map(|f| f.code.as_ref()).collect();
         assert_eq!(got, warnings, "{infra}: {}", render(&r));
     }
 }

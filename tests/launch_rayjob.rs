@@ -73,10 +73,8 @@ fn a_valid_rayjob_is_returned_unchanged_with_the_preamble() {
         .and_then(|n| n.as_str())
         .unwrap_or_default();
     assert!(ep.starts_with("# nrl: run r-1"), "{ep}");
-    assert!(
-        ep.ends_with("python run.py --config /tmp/nrl-r-1/nrl_run.yaml"),
-        "{ep}"
-    );
+    // codeSource upload (the default): the recipe is staged at the working_dir's root.
+    assert!(ep.ends_with("python run.py --config nrl_run.yaml"), "{ep}");
 }
 
 #[test]

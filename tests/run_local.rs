@@ -153,20 +153,22 @@ fn bad_run_ids_and_reused_ids_are_refused() {
     assert!(text(&out.stderr).contains("nrl::run::run_id_taken"));
 }
 
+/// Without a mode the run goes to Kubernetes: RAY_ADDRESS in the environment does not
+/// pick `--ray-address`. With no kubeconfig that is an API-side error (exit 3), and
+/// nothing is recorded.
 #[test]
 fn without_a_mode_ray_address_in_the_environment_does_not_choose_one() {
     let home = tempfile::tempdir().unwrap();
     let out = nrl(home.path())
         .env("RAY_ADDRESS", "http://127.0.0.1:1")
+        .env("KUBECONFIG", home.path().join("no-such-kubeconfig"))
         .args(QUICKSTART)
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("nrl::run::mode"), "{stderr}");
-    for mode in ["--local", "--ray-address", "--dry-run"] {
-        assert!(stderr.contains(mode), "{stderr}");
-    }
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("nrl::k8s::"), "{stderr}");
+    assert!(!stderr.contains("127.0.0.1:1"), "{stderr}");
     assert!(!runs_dir(home.path()).exists());
 }
 
@@ -210,12 +212,59 @@ fn dry_run_prints_the_rayjob_with_the_preamble() {
         entrypoint.contains("export QUICKSTART_GREETING='hello from launch.env'\n"),
         "{entrypoint}"
     );
+    // codeSource upload (the quickstart's default): nrl uploads the working_dir with the
+    // staged recipe at its root and submits once KubeRay has the cluster up.
+    assert_eq!(
+        doc.get_path("spec.submissionMode").and_then(|n| n.as_str()),
+        Some("InteractiveMode")
+    );
     assert!(
-        entrypoint.ends_with("train.py --config /tmp/nrl-dry-1/nrl_run.yaml"),
+        entrypoint.ends_with("train.py --config nrl_run.yaml"),
         "{entrypoint}"
     );
     // A dry run creates no run.
     assert!(!runs_dir(home.path()).exists());
+}
+
+#[test]
+fn dry_run_with_code_in_the_image_lets_kuberay_submit_the_staged_entrypoint() {
+    let home = tempfile::tempdir().unwrap();
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", "--run-id", "dry-2"])
+        .args(["--code-source", "image", "--code-path", "/opt/code"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = parse_doc(&text(&out.stdout));
+    assert_eq!(
+        doc.get_path("spec.submissionMode").and_then(|n| n.as_str()),
+        Some("HTTPMode")
+    );
+    assert_eq!(
+        doc.get_path("spec.jobId").and_then(|n| n.as_str()),
+        Some("dry-2")
+    );
+    let entrypoint = doc
+        .get_path("spec.entrypoint")
+        .and_then(|n| n.as_str())
+        .unwrap();
+    assert!(entrypoint.contains("\ncd /opt/code\n"), "{entrypoint}");
+    assert!(
+        entrypoint.ends_with("train.py --config /tmp/nrl-dry-2/nrl_run.yaml"),
+        "{entrypoint}"
+    );
+    let out = nrl(home.path())
+        .args(QUICKSTART)
+        .args(["--dry-run", "--code-source", "image"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("infra.launch.codePath"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

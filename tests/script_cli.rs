@@ -59,6 +59,37 @@ fn builtins_lists_every_module_with_signatures_and_docs() {
             "groups",
         ),
         ("exit(code: int)", "exit code"),
+        (
+            "cluster::up(cfg: Config, options: map) -> array",
+            "`targets`",
+        ),
+        ("cluster::status(cfg: Config) -> array", "nrl status"),
+        (
+            "cluster::logs(cfg: Config, role: string, options: map) -> string",
+            "`source`",
+        ),
+        ("cluster::dashboard(name: string) -> Dashboard", "ray"),
+        ("Cluster.status() -> map", "status row"),
+        (
+            "dev::connect_run(command: any) -> map",
+            "#{code, stdout, stderr",
+        ),
+        ("dev::sync_code(paths: any) -> map", "python3"),
+        ("dev::setup_secrets(values: map) -> map", "never printed"),
+        ("doctor::check(cfg: Config) -> array", "offline rules"),
+        (
+            "doctor::finding(code: string, severity: string, message: string, options: map) -> map",
+            "`at`",
+        ),
+        ("doctor::render(findings: array) -> string", "nrl doctor"),
+        ("run::local(cfg: Config, options: map) -> Run", "`quiet`"),
+        (
+            "run::on_ray(cfg: Config, address: string) -> Run",
+            "--ray-address",
+        ),
+        ("run::records() -> array", "newest first"),
+        ("Run.follow() -> string", "follow: false"),
+        ("interactive() -> bool", "terminal"),
     ] {
         let at = out
             .find(sig)
@@ -162,6 +193,49 @@ fn plan_of_the_sweep_playbook() {
     assert!(
         stdout.contains("2  apply   RayJob/alice-quickstart-1  namespace default; run sw-1;"),
         "{stdout}"
+    );
+}
+
+#[test]
+fn plan_of_the_disaggregated_first_launch() {
+    let out = nrl()
+        .args([
+            "script",
+            "scripts/disagg_first_launch.rhai",
+            "--dry-run",
+            "--",
+        ])
+        .args(["--recipe", "tests/data/cluster/recipe.yaml"])
+        .args(["--infra", "tests/data/cluster/infra.yaml", "--offline"])
+        .assert()
+        .success();
+    let o = out.get_output();
+    insta::assert_snapshot!("disagg_first_launch_plan", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        "(plan) RayCluster rc-gym is only planned in this dry run: no log to read\n"
+    );
+}
+
+#[test]
+fn plan_of_the_dev_loop_in_the_dev_pod() {
+    let out = nrl()
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["script", "scripts/dev_loop.rhai", "--dry-run", "--"])
+        .args([
+            "--sync",
+            "tests/data/cluster/daemon",
+            "--sync",
+            "no/such/dir",
+        ])
+        .args(["--cmd", "uv run pytest -x tests/unit/algorithms"])
+        .assert()
+        .success();
+    let o = out.get_output();
+    insta::assert_snapshot!("dev_loop_plan", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        "-- round 1: uv run pytest -x tests/unit/algorithms\nwould sync 1 file(s) to alice-dev-pod:.\n"
     );
 }
 

@@ -9,6 +9,11 @@ use support::fake_k8s::{FakeK8s, RayJobScript};
 
 const LOAD: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"});"#;
 
+/// The quickstart with its code "in the image": KubeRay submits the entrypoint itself
+/// (HTTPMode), so the fake's scripted runner runs it without a Ray dashboard. (With
+/// `codeSource: upload` nrl uploads and submits through the head's dashboard.)
+const LOAD_IMAGE: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml", overrides: ["infra.launch.codeSource=image", "infra.launch.codePath=/opt/code"]});"#;
+
 fn run_on(fake: &FakeK8s, text: &str) -> Run {
     let kubeconfig = fake.kubeconfig_path().to_path_buf();
     run_with("k8s.rhai", text, &[], move |o| {
@@ -156,7 +161,7 @@ fn a_rayjob_launch_waits_for_the_end_and_the_cluster_goes_away() {
         &format!(
             r#"import "nrl/checklist" as checklist;
                import "nrl/teardown" as teardown;
-               {LOAD}
+               {LOAD_IMAGE}
                let job = launch::rayjob(cfg, #{{run_id: "fake-1", ttl: 0}});
                print(`${{job}} ${{job.planned}} ${{job.shutdown}} ${{job.wandb}}`);
                let st = job.wait(60);
@@ -197,11 +202,17 @@ fn a_rayjob_launch_waits_for_the_end_and_the_cluster_goes_away() {
     assert_eq!(lines[8], "false");
     let stderr = r.stderr();
     assert!(
-        stderr.starts_with(
-            "acting on context `fake`, namespace `default`\napplied RayJob/alice-quickstart"
-        ),
+        stderr.starts_with("acting on context `fake`, namespace `default`\n"),
         "{stderr}"
     );
+    // The launch library's start (as `nrl run`), then the script's summary line.
+    let applying = stderr
+        .find("[rayjob] applying RayJob alice-quickstart in namespace default (HTTPMode)")
+        .expect(&stderr);
+    let applied = stderr
+        .find("applied RayJob/alice-quickstart")
+        .expect(&stderr);
+    assert!(applying < applied, "{stderr}");
     assert!(
         stderr.contains("[rayjob] alice-quickstart deployment=Complete job=SUCCEEDED"),
         "{stderr}"
@@ -225,7 +236,7 @@ fn a_failed_rayjob_fails_the_checklist_and_wait_reports_it() {
         &fake,
         &format!(
             r#"import "nrl/checklist" as checklist;
-               {LOAD}
+               {LOAD_IMAGE}
                let job = launch::rayjob(cfg, #{{run_id: "fake-2", shutdown: false}});
                let st = job.wait(60);
                print(`${{st.deployment}} ${{st.job}}`);

@@ -224,7 +224,8 @@ fn tables_of_maps() {
 
 #[test]
 fn prompts_without_a_terminal_take_the_default_or_fail() {
-    let r = run(r#"print(prompt("name?", "anon"));
+    let r = run(r#"print(interactive());
+           print(prompt("name?", "anon"));
            print(confirm("go on?", true));
            print(confirm("really?", false));
            try { confirm("no default?") } catch (e) { print(e.code) }
@@ -232,7 +233,7 @@ fn prompts_without_a_terminal_take_the_default_or_fail() {
     r.ok();
     assert_eq!(
         r.stdout(),
-        "anon\ntrue\nfalse\nnrl::script::not_interactive\nnrl::script::not_interactive\n"
+        "false\nanon\ntrue\nfalse\nnrl::script::not_interactive\nnrl::script::not_interactive\n"
     );
     assert!(
         r.stderr()

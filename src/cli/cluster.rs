@@ -10,17 +10,16 @@ use super::common::{KubeArgs, Output, RecipeArgs, banner, plain_table, run_async
 use super::dashboard::DashboardArgs;
 use super::job::parse_duration;
 use crate::config::layers::LoadedConfig;
-use crate::config::node::Node;
 use crate::diag::{Exit, Result};
 use crate::launch::Progress;
 use crate::launch::check::validate_manifests;
 use crate::launch::cluster::{
-    DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down, cluster_up, dra_objects,
-    stamp_owner,
+    DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down, cluster_up, stamp_owner,
+    up_objects,
 };
 use crate::launch::inspect::{age, list_clusters};
+use crate::render::emit;
 use crate::render::targets::{Target, parse_targets, up_manifests};
-use crate::render::{deployment, emit};
 
 /// Bring long-lived RayClusters and Deployments up and down, list them, open a dashboard.
 #[derive(Debug, Args)]
@@ -166,39 +165,11 @@ pub fn run(args: ClusterArgs) -> Result<Exit> {
     }
 }
 
-/// Every object `cluster up` applies for the targets (for validation), owner-labelled.
-fn target_objects(cfg: &LoadedConfig, targets: &[Target], me: &str) -> Result<Vec<Node>> {
-    let mut out = Vec::new();
-    for t in targets {
-        if let Target::Role(role) = t
-            && let Some(c) = cfg.infra.kuberay.get(*role)
-        {
-            out.extend(
-                dra_objects(&cfg.infra, c, *role)
-                    .iter()
-                    .map(Node::from_json),
-            );
-        }
-        if let Target::Deployment(key) = t
-            && let Some(d) = cfg.infra.deployments.get(key)
-            && let Some(svc) = deployment::service(&cfg.infra, d)?
-        {
-            out.push(svc);
-        }
-    }
-    let mut main = up_manifests(&cfg.infra, targets)?;
-    for m in &mut main {
-        stamp_owner(m, me);
-    }
-    out.extend(main);
-    Ok(out)
-}
-
 fn up(args: UpArgs) -> Result<Exit> {
     let cfg = args.kube.load(&args.recipe)?;
     let targets = args.targets.resolve(&cfg)?;
     let me = crate::config::env::username(&*cfg.env);
-    let objects = target_objects(&cfg, &targets, &me)?;
+    let objects = up_objects(&cfg, &targets, &me)?;
     if !args.no_validate {
         validate_manifests(&objects)?;
     }

@@ -11,7 +11,6 @@ use crate::diag::{Diag, Exit, Result};
 use crate::doctor::{self, Options, RULES, Report};
 use crate::k8s::K8s;
 use crate::launch::check::check;
-use crate::render::rayjob::RayJobOptions;
 
 /// Check a recipe + infra pair against the launch playbook's rules: offline lint rules
 /// over the resolved config and rendered manifests, then read-only preflight checks of the
@@ -111,14 +110,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
     let (color, width) = style(false);
     if !args.offline {
         // Preflight also checks what a RayJob launch creates.
-        let mut manifests = checked.manifests.clone();
-        if let Ok(rj) = crate::launch::rayjob::rayjob_manifest(
-            &checked.config,
-            "doctor",
-            &RayJobOptions::default(),
-        ) {
-            manifests.push(rj);
-        }
+        let manifests = doctor::preflight_manifests(&checked.config, &checked.manifests);
         match preflight(&checked.config, &manifests, &args.kube) {
             Ok((k8s, pre)) => {
                 println!("preflight: {}", k8s.banner());

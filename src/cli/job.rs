@@ -55,23 +55,36 @@ Examples:
 With -f the exit code comes from the job's final status (0 SUCCEEDED, 1 FAILED/STOPPED);
 the stream is reopened if it drops, without printing anything twice.
 
+Without --address the id is a run id from `nrl run`: its record (this machine's, else the
+copy in the cluster's namespace) says where the run is — a RayJob, a long-lived RayCluster
+(portForward or exec submitter) or a Ray dashboard.
+
 Examples:
+  nrl job logs quickstart-20260101-120000-ab12 -f
+  nrl job logs quickstart-20260101-120000-ab12 --context prod -n rl-team
   nrl job logs raysubmit_abc --address http://127.0.0.1:8265
   nrl job logs raysubmit_abc --address http://127.0.0.1:8265 -f")]
     Logs(LogsArgs),
     /// Stop a job and wait until Ray reports it stopped.
-    #[command(
-        after_help = "Example:\n  nrl job stop raysubmit_abc --address http://127.0.0.1:8265"
-    )]
+    #[command(after_help = "\
+Without --address the id is a run id from `nrl run`: Ray runs are stopped through their
+cluster's dashboard; exec runs get SIGTERM (SIGKILL with --force) on their own process
+group only.
+
+Examples:
+  nrl job stop quickstart-20260101-120000-ab12
+  nrl job stop grpo-20260101-120000-ab12 --force
+  nrl job stop raysubmit_abc --address http://127.0.0.1:8265")]
     Stop(StopArgs),
 }
 
 /// Where the Ray dashboard is and how to talk to it.
 #[derive(Debug, Clone, Args)]
 pub struct RayConnectionArgs {
-    /// Ray dashboard URL (e.g. http://127.0.0.1:8265); `host:port` means http.
+    /// Ray dashboard URL (e.g. http://127.0.0.1:8265); `host:port` means http. `logs` and
+    /// `stop` without it take a run id and find the run from its record.
     #[arg(long, env = "RAY_ADDRESS", hide_env_values = true, value_name = "URL")]
-    pub address: String,
+    pub address: Option<String>,
     /// Token for dashboards with token auth, sent as `Authorization: Bearer TOKEN`.
     #[arg(
         long,
@@ -139,10 +152,14 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// Submission id (or Ray job id).
+    /// A run id (from `nrl run`), or with --address a submission id (or Ray job id).
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
+    /// For a run id: the cluster to find it on (default: the context and namespace in the
+    /// run's record on this machine, else the current context).
+    #[command(flatten)]
+    pub lookup: super::common::KubeArgs,
     /// Follow the log until the job ends; the exit code comes from its final status.
     #[arg(short, long)]
     pub follow: bool,
@@ -150,10 +167,17 @@ pub struct LogsArgs {
 
 #[derive(Debug, Args)]
 pub struct StopArgs {
-    /// Submission id (or Ray job id).
+    /// A run id (from `nrl run`), or with --address a submission id (or Ray job id).
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
+    /// For a run id: the cluster to find it on (default: the context and namespace in the
+    /// run's record on this machine, else the current context).
+    #[command(flatten)]
+    pub lookup: super::common::KubeArgs,
+    /// Exec runs: SIGKILL instead of SIGTERM.
+    #[arg(long)]
+    pub force: bool,
     /// How long to wait for the job to reach a terminal state.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub stop_timeout: Duration,
@@ -183,8 +207,15 @@ pub fn run(args: JobArgs) -> Result<Exit> {
 }
 
 fn client(conn: &RayConnectionArgs) -> Result<RayClient> {
+    let Some(address) = conn.address.as_deref() else {
+        return Err(Diag::new(
+            "nrl::ray::address",
+            "no Ray dashboard address: pass --address URL or set RAY_ADDRESS",
+        )
+        .help("e.g. --address http://127.0.0.1:8265 (a `kubectl port-forward` or `nrl cluster dashboard`)"));
+    };
     RayClient::new(
-        &conn.address,
+        address,
         RayClientOptions {
             token: conn.token.clone(),
             timeout: conn.timeout,
@@ -267,6 +298,9 @@ async fn status(args: StatusArgs) -> Result<Exit> {
 }
 
 async fn logs(args: LogsArgs) -> Result<Exit> {
+    if args.connection.address.is_none() {
+        return super::job_runs::logs(&args.id, &args.lookup, args.follow).await;
+    }
     let client = client(&args.connection)?;
     if args.follow {
         return follow_until_end(&client, &args.id).await;
@@ -280,6 +314,9 @@ async fn logs(args: LogsArgs) -> Result<Exit> {
 }
 
 async fn stop(args: StopArgs) -> Result<Exit> {
+    if args.connection.address.is_none() {
+        return super::job_runs::stop(&args.id, &args.lookup, args.force).await;
+    }
     let client = client(&args.connection)?;
     let outcome = stop_job(&client, &args.id, args.stop_timeout).await?;
     if outcome.was_running {

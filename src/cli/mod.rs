@@ -13,8 +13,11 @@ pub mod dev;
 pub mod doctor;
 pub mod gym;
 pub mod job;
+pub mod job_runs;
 pub mod logs;
+pub mod repl;
 pub mod run;
+pub mod run_k8s;
 pub mod script;
 pub mod status;
 
@@ -41,14 +44,18 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
-    /// Run a recipe: as a local process, on a Ray dashboard, or show its RayJob.
+    /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
     Run(run::RunArgs),
+    /// Run the launch checklist for a run (objects, job status, W&B, generation, teardown).
+    Verify(job_runs::VerifyArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
     Dev(dev::DevArgs),
     /// Run a Rhai playbook (`--dry-run` prints the plan instead of acting).
     Script(script::ScriptArgs),
     /// Run NeMo Gym benchmarks as Kubernetes Jobs: render, submit, status, logs, cancel.
     Gym(gym::GymArgs),
+    /// An interactive Rhai console onto the same built-ins (completion, hints, history).
+    Repl(repl::ReplArgs),
 }
 
 /// Run a parsed command line.
@@ -61,8 +68,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Doctor(a) => doctor::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
+        Command::Verify(args) => job_runs::run_verify(args),
         Command::Dev(args) => dev::run(args),
         Command::Script(args) => script::run(args),
         Command::Gym(args) => gym::run(args),
+        Command::Repl(args) => repl::run(args),
     }
 }

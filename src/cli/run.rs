@@ -1,5 +1,6 @@
-//! `nrl run`: run a recipe + infra pair — as a local process, on a Ray dashboard, or
-//! (with `--dry-run`) show the RayJob it becomes on Kubernetes.
+//! `nrl run`: run a recipe + infra pair — on Kubernetes (an ephemeral RayJob, or a
+//! long-lived RayCluster with `--raycluster`), as a local process, or on a Ray dashboard;
+//! `--dry-run` shows the RayJob. The Kubernetes paths are in `run_k8s.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -7,24 +8,19 @@ use clap::Args;
 
 use super::common::RecipeArgs;
 use crate::config::env::ProcessEnv;
-use crate::config::layers::load;
+use crate::config::schema::{CodeSource, RunMode, StrEnum, SubmitterMode};
 use crate::diag::{Diag, Exit, Result};
-use crate::launch::check::validate_manifests;
+use crate::launch::local;
 use crate::launch::process::Interrupts;
 use crate::launch::ray_run::{self, RayEnded};
-use crate::launch::rayjob::rayjob_manifest;
 use crate::launch::records::RunStore;
 use crate::launch::run::{RunContext, resolve_run_id};
-use crate::launch::{local, runid};
 use crate::ray::package::mib;
 use crate::ray::{RayClient, RayClientOptions};
-use crate::render::emit;
-use crate::render::rayjob::RayJobOptions;
 
-const DEFAULT_TTL: i64 = 3600;
-
-/// Run a recipe + infra pair: as a local process (`--local`), on a Ray dashboard
-/// (`--ray-address`), or print the RayJob it becomes on Kubernetes (`--dry-run`).
+/// Run a recipe + infra pair: on Kubernetes as an ephemeral RayJob (the default) or on
+/// long-lived RayClusters (`--raycluster`), as a local process (`--local`), on a Ray
+/// dashboard (`--ray-address`), or print the RayJob (`--dry-run`).
 ///
 /// The run is staged the same way everywhere: the upload paths (`launch.rayUploadPaths`)
 /// at the root of the run's directory, the resolved recipe (overrides applied) beside
@@ -35,10 +31,22 @@ const DEFAULT_TTL: i64 = 3600;
 Runs and their records live in ~/.cache/nrl/runs/ ($XDG_CACHE_HOME/nrl/runs/): <id>.json
 and the run directory <id>/ (staged files, driver.log).
 
-Exit codes: 0 the run succeeded, 1 it failed, 2 bad input, 3 Ray API error, 130 Ctrl-C
-(--local stops the run; --ray-address detaches and the job keeps running).
+On Kubernetes the record is also kept in the namespace (ConfigMap nrl-run-<id>), so
+`nrl job logs|stop <id>` and `nrl verify <id>` work from another machine.
+
+Exit codes: 0 the run succeeded (or was submitted with --no-wait), 1 it failed (Ray job
+FAILED or STOPPED, the RayJob failed, --timeout passed), 2 bad input, 3 cluster or Ray
+API error, 130 Ctrl-C (--local stops the run; otherwise nrl detaches and the job keeps
+running; a RayJob whose job was not submitted yet is deleted).
 
 Examples:
+  nrl run examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml
+  nrl run recipe.yaml --infra infra.yaml --ttl 0 --verify grpo.max_num_steps=2
+  nrl run recipe.yaml --infra infra.yaml --no-wait --rayjob-name grpo-try-3 --replace
+  nrl run recipe.yaml --infra infra.yaml --code-source image --code-path /opt/nemo-rl
+  nrl run recipe.yaml --infra infra.yaml --raycluster
+  nrl run recipe.yaml --infra infra.yaml --raycluster --mode batch --code-path /opt/nemo-rl
+  nrl run recipe.yaml --infra infra.yaml --raycluster --replace --skip-daemons
   nrl run examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml --local
   nrl run recipe.yaml --infra infra.yaml --local grpo.max_num_steps=2 infra.launch.env.WANDB_MODE=offline
   nrl run recipe.yaml --infra infra.yaml --ray-address http://127.0.0.1:8265
@@ -74,78 +82,117 @@ pub struct RunArgs {
     /// bundled schemas) and exit; nothing is contacted.
     #[arg(long)]
     pub dry_run: bool,
-    /// RayJob name (default: the training cluster's name).
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["local", "ray_address"])]
+    /// RayJob name (default: the training cluster's name; at most 47 characters).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["local", "ray_address", "raycluster"])]
     pub rayjob_name: Option<String>,
     /// Tear the RayJob's RayCluster down when the job finishes (the default).
-    #[arg(long, overrides_with = "no_shutdown", conflicts_with_all = ["local", "ray_address"])]
+    #[arg(long, overrides_with = "no_shutdown", conflicts_with_all = ["local", "ray_address", "raycluster"])]
     pub shutdown: bool,
-    /// Keep the RayJob's RayCluster after the job finishes.
-    #[arg(long, overrides_with = "shutdown", conflicts_with_all = ["local", "ray_address"])]
+    /// Keep the RayJob's RayCluster after the job finishes (delete the RayJob to free it).
+    #[arg(long, overrides_with = "shutdown", conflicts_with_all = ["local", "ray_address", "raycluster"])]
     pub no_shutdown: bool,
-    /// RayJob `ttlSecondsAfterFinished` (default 3600). With shutdown on, KubeRay waits
-    /// this long after the job finishes before deleting the RayCluster (time to read
-    /// logs on it); it does not keep or delete the RayJob object itself.
+    /// RayJob `ttlSecondsAfterFinished` (default 3600 with shutdown, 0 without). KubeRay
+    /// waits this long after the job ends before it deletes the RayCluster, so the
+    /// cluster's resources (GPUs) stay allocated meanwhile; it does not keep or delete
+    /// the RayJob object, which stays until deleted (`--replace` deletes it). nrl waits
+    /// for the deletion when the TTL is at most 300 s.
     #[arg(
         long,
         value_name = "SECONDS",
         value_parser = clap::value_parser!(i64).range(0..),
-        conflicts_with_all = ["local", "ray_address"]
+        conflicts_with_all = ["local", "ray_address", "raycluster"]
     )]
     pub ttl: Option<i64>,
-    /// Skip validation of the RayJob against the bundled schemas.
+    /// Skip validation of the RayJob against the bundled schemas (--dry-run).
     #[arg(long, conflicts_with_all = ["local", "ray_address"])]
     pub no_validate: bool,
+    /// Long-lived mode: for each role (generation, gym, training) ensure its RayCluster
+    /// (reused when it matches), submit its daemon, then submit training to the training
+    /// cluster. The default is an ephemeral RayJob.
+    #[arg(long, overrides_with = "rayjob", conflicts_with_all = ["local", "ray_address", "dry_run"])]
+    pub raycluster: bool,
+    /// Ephemeral mode (the default): one RayJob with its own RayCluster.
+    #[arg(long, overrides_with = "raycluster")]
+    pub rayjob: bool,
+    /// Wait for the end, streaming the driver log (the default, except --mode batch).
+    #[arg(long, overrides_with = "no_wait", conflicts_with_all = ["local", "ray_address", "dry_run"])]
+    pub wait: bool,
+    /// Return once the job is submitted, printing the commands to follow and stop it.
+    #[arg(long, overrides_with = "wait", conflicts_with_all = ["local", "ray_address", "dry_run"])]
+    pub no_wait: bool,
+    /// How long to wait for the run to end (e.g. 30m, 12h; default 24h). The run keeps
+    /// going after it; exit code 1.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = super::job::parse_duration)]
+    pub timeout: std::time::Duration,
+    /// RayJob: delete an earlier RayJob of the same name (and its cluster) first.
+    /// --raycluster: stop the running and pending jobs first, then reset the endpoint
+    /// registry ConfigMap; daemons get a fresh `<id>-<timestamp>` submission id.
+    #[arg(long, conflicts_with_all = ["local", "ray_address", "dry_run"])]
+    pub replace: bool,
+    /// --raycluster: delete and re-create a RayCluster whose spec drifted.
+    #[arg(long, requires = "raycluster")]
+    pub recreate: bool,
+    /// --raycluster: do not submit the daemons of the generation and gym roles.
+    #[arg(long, requires = "raycluster")]
+    pub skip_daemons: bool,
+    /// --raycluster: interactive (portForward + upload + wait) or batch (exec + image +
+    /// no wait); flags and the infra's submit.submitter / launch.codeSource refine it.
+    #[arg(long, value_name = "MODE", value_parser = parse_enum::<RunMode>, requires = "raycluster")]
+    pub mode: Option<RunMode>,
+    /// --raycluster: how training reaches the head: portForward (Ray Job API) or exec.
+    #[arg(long, value_name = "SUBMITTER", value_parser = parse_enum::<SubmitterMode>, requires = "raycluster")]
+    pub submitter: Option<SubmitterMode>,
+    /// Where the code comes from: upload (working_dir from the upload paths), image (in
+    /// the image at --code-path) or lustre (mounted at --code-path). Default:
+    /// infra.launch.codeSource. For a RayJob, upload means nrl uploads and submits once
+    /// the cluster is up (KubeRay InteractiveMode); image/lustre let KubeRay submit.
+    #[arg(long, value_name = "SOURCE", value_parser = parse_enum::<CodeSource>, conflicts_with_all = ["local", "ray_address"])]
+    pub code_source: Option<CodeSource>,
+    /// Where the code is on the pods (image/lustre); the entrypoint starts there.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["local", "ray_address"])]
+    pub code_path: Option<String>,
+    /// After the run (or the submit, with --no-wait), run the launch checklist (exit 1
+    /// when a point fails); see `nrl verify`.
+    #[arg(long, conflicts_with_all = ["local", "ray_address", "dry_run"])]
+    pub verify: bool,
+    /// Launch even when `nrl doctor` (offline rules + read-only preflight, run before
+    /// anything is applied) finds errors.
+    #[arg(long)]
+    pub skip_doctor: bool,
+    #[command(flatten)]
+    pub kube: super::common::KubeArgs,
+}
+
+/// A schema enum from its exact YAML spelling.
+fn parse_enum<T: StrEnum + Send + Sync>(text: &str) -> std::result::Result<T, String> {
+    T::parse(text).ok_or_else(|| format!("expected one of: {}", T::VALUES.join(", ")))
 }
 
 pub fn run(args: RunArgs) -> Result<Exit> {
-    if !args.local && args.ray_address.is_none() && !args.dry_run {
-        return Err(kubernetes_launch_pending());
-    }
-    let cfg = load(&args.recipe.load_request())?;
+    let cfg = args.kube.load(&args.recipe)?;
     if args.dry_run {
-        let run_id = match args.run_id.as_deref() {
-            Some(id) => runid::validate(id).map(|_| id.to_string())?,
-            None => runid::generate(&args.recipe.recipe),
-        };
-        let opts = RayJobOptions {
-            name: args.rayjob_name.clone(),
-            shutdown_after_finishes: !args.no_shutdown,
-            ttl_seconds_after_finished: args.ttl.unwrap_or(DEFAULT_TTL),
-            ..RayJobOptions::default()
-        };
-        let manifest = rayjob_manifest(&cfg, &run_id, &opts)?;
-        if !args.no_validate {
-            validate_manifests(std::slice::from_ref(&manifest))?;
-        }
-        let text = format!("{}\n", emit::to_yaml(&manifest).trim_end());
-        return write_stdout(&text);
+        return super::run_k8s::dry_run(&args, cfg);
     }
-
-    let store = RunStore::from_env(&ProcessEnv)?;
-    let ctx = RunContext {
-        run_id: resolve_run_id(args.run_id.as_deref(), &args.recipe.recipe, &store)?,
-        store,
-        repo_root: args.repo_root.clone().unwrap_or_else(|| PathBuf::from(".")),
-        infra: args.recipe.infra.clone(),
-        overrides: args.recipe.overrides.clone(),
-    };
+    if !args.local && args.ray_address.is_none() {
+        return super::run_k8s::run(&args, cfg);
+    }
+    let ctx = run_context(&args)?;
     match &args.ray_address {
         Some(address) => run_on_ray(&cfg, ctx, address, args.ray_token.clone()),
         None => run_local(&cfg, ctx),
     }
 }
 
-/// Until the Kubernetes launch lands, only the three working modes are offered.
-fn kubernetes_launch_pending() -> Diag {
-    Diag::new(
-        "nrl::run::mode",
-        "launching on Kubernetes from `nrl run` is not available yet",
-    )
-    .help(
-        "choose a mode: --local (run here), --ray-address URL (a Ray dashboard), \
-         or --dry-run (print the RayJob)",
-    )
+/// Run id, store and paths of a new run.
+pub fn run_context(args: &RunArgs) -> Result<RunContext> {
+    let store = RunStore::from_env(&ProcessEnv)?;
+    Ok(RunContext {
+        run_id: resolve_run_id(args.run_id.as_deref(), &args.recipe.recipe, &store)?,
+        store,
+        repo_root: args.repo_root.clone().unwrap_or_else(|| PathBuf::from(".")),
+        infra: args.recipe.infra.clone(),
+        overrides: args.recipe.overrides.clone(),
+    })
 }
 
 fn run_local(cfg: &crate::config::layers::LoadedConfig, ctx: RunContext) -> Result<Exit> {
@@ -252,7 +299,7 @@ pub fn ray_followups(id: &str, address: &str, record: &Path, log: &Path) -> Stri
 }
 
 /// Print to stdout; a reader that went away (`| head`) is not an error.
-fn write_stdout(text: &str) -> Result<Exit> {
+pub(super) fn write_stdout(text: &str) -> Result<Exit> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
@@ -261,13 +308,13 @@ fn write_stdout(text: &str) -> Result<Exit> {
     }
 }
 
-fn warn_all(warnings: &[String]) {
+pub(super) fn warn_all(warnings: &[String]) {
     for w in warnings {
         eprintln!("warning: {w}");
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -314,14 +361,52 @@ mod tests {
     }
 
     #[test]
-    fn without_a_mode_the_error_lists_the_three_that_work() {
-        let err = run(parse(&[]).unwrap()).unwrap_err();
-        assert_eq!(err.code, "nrl::run::mode");
-        assert_eq!(err.exit, Exit::Input);
-        let help = err.help.clone().unwrap();
-        for mode in ["--local", "--ray-address", "--dry-run"] {
-            assert!(help.contains(mode), "{help}");
+    fn kubernetes_flags_belong_to_their_mode() {
+        let a = parse(&[]).unwrap();
+        assert!(!a.raycluster && !a.local && a.ray_address.is_none());
+        assert_eq!(a.timeout, std::time::Duration::from_secs(86400));
+        // Long-lived flags need --raycluster; RayJob flags refuse it.
+        for f in [
+            &["--recreate"][..],
+            &["--skip-daemons"],
+            &["--mode", "batch"],
+            &["--submitter", "exec"],
+        ] {
+            assert!(parse(f).is_err(), "{f:?} without --raycluster");
+            let mut with = vec!["--raycluster"];
+            with.extend_from_slice(f);
+            assert!(parse(&with).is_ok(), "{with:?}");
         }
+        for f in [
+            &["--ttl", "5"][..],
+            &["--rayjob-name", "x"],
+            &["--no-shutdown"],
+        ] {
+            let mut with = vec!["--raycluster"];
+            with.extend_from_slice(f);
+            assert!(parse(&with).is_err(), "{with:?}");
+        }
+        assert!(parse(&["--raycluster", "--dry-run"]).is_err());
+        assert!(parse(&["--local", "--verify"]).is_err());
+        assert!(parse(&["--mode", "sometimes", "--raycluster"]).is_err());
+        let a = parse(&["--raycluster", "--rayjob"]).unwrap();
+        assert!(!a.raycluster, "the last of the pair wins");
+        let a = parse(&[
+            "--raycluster",
+            "--submitter",
+            "portForward",
+            "--code-source",
+            "lustre",
+            "--code-path",
+            "/l",
+            "--no-wait",
+            "--timeout",
+            "90m",
+        ])
+        .unwrap();
+        assert_eq!(a.submitter, Some(SubmitterMode::PortForward));
+        assert_eq!(a.code_source, Some(CodeSource::Lustre));
+        assert!(a.no_wait && a.timeout == std::time::Duration::from_secs(5400));
     }
 
     #[test]

@@ -11,7 +11,8 @@ use crate::k8s::ConnectOptions;
 use crate::script::errors::CODE_INTERRUPTED;
 use crate::script::{Host, HostOptions, docs, run_on_thread};
 
-/// Run a Rhai playbook with nrl's built-ins (config, render, k8s, ray, launch, util).
+/// Run a Rhai playbook with nrl's built-ins (config, render, k8s, ray, launch, cluster, dev,
+/// doctor, run, util).
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Arguments after `--` reach the script as the map `args`: `--name value` → args.name,
@@ -24,6 +25,8 @@ Examples:
   nrl script scripts/launch.rhai -- --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml
   nrl script scripts/launch.rhai --dry-run -- --recipe r.yaml --infra i.yaml grpo.max_num_steps=5
   nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc
+  nrl script scripts/disagg_first_launch.rhai --dry-run -- --recipe r.yaml --infra disagg.yaml
+  nrl script scripts/dev_loop.rhai -- --sync nemo_rl --cmd 'uv run pytest -x tests/unit'
   nrl script --builtins")]
 pub struct ScriptArgs {
     /// The Rhai script to run (`import "nrl/…"` loads the bundled stdlib; other imports
@@ -31,7 +34,7 @@ pub struct ScriptArgs {
     #[arg(value_name = "FILE", required_unless_present = "builtins")]
     pub file: Option<PathBuf>,
     /// Plan mode: record what would change a cluster (apply, delete, submit, stop, exec,
-    /// shell, file writes) instead of doing it, and print the plan at the end.
+    /// sync, runs, shell, file writes) instead of doing it, and print the plan at the end.
     #[arg(long)]
     pub dry_run: bool,
     /// List every built-in module and function with its signature and documentation.
@@ -40,7 +43,7 @@ pub struct ScriptArgs {
     /// Stop the script after N operations (guards against endless loops).
     #[arg(long, value_name = "N", default_value_t = 50_000_000)]
     pub max_operations: u64,
-    /// Where the k8s and launch built-ins act.
+    /// Where the k8s, launch, cluster, dev and doctor built-ins act.
     #[command(flatten)]
     pub kube: super::common::KubeArgs,
     /// Arguments for the script, after `--`.

@@ -13,6 +13,12 @@ pub trait Env: Send + Sync {
         self.var("HOME").map(PathBuf::from)
     }
 
+    /// The login name from the user database, for when no environment variable names
+    /// the user (Python's `getpass.getuser()` falls back the same way).
+    fn login_name(&self) -> Option<String> {
+        None
+    }
+
     /// Path of the in-cluster service-account namespace file.
     fn service_account_namespace_file(&self) -> PathBuf {
         PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -31,6 +37,34 @@ impl Env for ProcessEnv {
     fn home(&self) -> Option<PathBuf> {
         dirs::home_dir()
     }
+
+    fn login_name(&self) -> Option<String> {
+        passwd_name(
+            std::fs::read_to_string("/etc/passwd").ok()?.as_str(),
+            current_uid()?,
+        )
+    }
+}
+
+#[cfg(unix)]
+fn current_uid() -> Option<u32> {
+    Some(rustix::process::getuid().as_raw())
+}
+
+#[cfg(not(unix))]
+fn current_uid() -> Option<u32> {
+    None
+}
+
+/// The name of `uid` in `/etc/passwd` text (`name:x:uid:gid:…`).
+fn passwd_name(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let _password = fields.next()?;
+        let id: u32 = fields.next()?.parse().ok()?;
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    })
 }
 
 /// A fixed environment for tests and scripts.
@@ -83,6 +117,7 @@ pub fn username(env: &dyn Env) -> String {
                 .filter_map(|k| env.var(k))
                 .find(|v| !v.is_empty())
         })
+        .or_else(|| env.login_name())
         .unwrap_or_else(|| "nobody".to_string());
     normalise_user(&raw)
 }
@@ -103,5 +138,22 @@ mod tests {
         assert_eq!(username(&env), "zed");
         let env = MapEnv::new([("NRL_USER", ""), ("USER", "carol")]);
         assert_eq!(username(&env), "carol");
+    }
+
+    #[test]
+    fn passwd_lookup_by_uid() {
+        let passwd =
+            "root:x:0:0:root:/root:/bin/bash\n# comment\nalice:x:1000:1000::/home/alice:/bin/sh\n";
+        assert_eq!(passwd_name(passwd, 1000).as_deref(), Some("alice"));
+        assert_eq!(passwd_name(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(passwd_name(passwd, 42), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn process_env_finds_a_login_name_without_variables() {
+        // Whatever the machine, the current uid has a passwd entry in CI containers and
+        // on developer machines alike.
+        assert!(ProcessEnv.login_name().is_some_and(|n| !n.is_empty()));
     }
 }

@@ -211,7 +211,7 @@ impl Allows {
             let line = span.line_col().0;
             let hit = self.directives.iter().find(|d| {
                 d.src == span.src
-                    && d.codes.contains(&f.code)
+                    && d.codes.contains(&f.code.as_ref())
                     && match d.scope {
                         Scope::File => true,
                         Scope::Line(l) => l == line,

@@ -27,6 +27,7 @@ mod text;
 mod upload;
 mod webhooks;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use crate::config::layers::LoadedConfig;
@@ -34,7 +35,7 @@ use crate::config::node::Node;
 use crate::config::schema::CodeSource;
 use crate::config::source::Span;
 
-pub use preflight::preflight;
+pub use preflight::{preflight, preflight_manifests};
 pub use report::Report;
 pub use rules::{RULES, Rule, rule};
 
@@ -64,8 +65,9 @@ pub struct Related {
 /// One problem found by a rule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
-    /// Stable code, `nrl::doctor::<rule>`.
-    pub code: &'static str,
+    /// Stable code: `nrl::doctor::<rule>` for the built-in rules (see [`RULES`]); a
+    /// playbook's own rules bring their own codes ([`Finding::custom`]).
+    pub code: Cow<'static, str>,
     pub severity: Severity,
     pub message: String,
     /// The recipe or infra line the finding is about (None when nothing in the inputs
@@ -85,8 +87,28 @@ impl Finding {
     /// A finding with the severity registered for `code` in [`RULES`].
     pub fn new(code: &'static str, message: impl Into<String>) -> Finding {
         Finding {
-            code,
+            code: Cow::Borrowed(code),
             severity: rule(code).map_or(Severity::Error, |r| r.severity),
+            message: message.into(),
+            span: None,
+            label: String::new(),
+            related: Vec::new(),
+            fix: String::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// A finding of a rule that is not in [`RULES`] (a playbook's own check, built at
+    /// run time), with its severity given. Allow comments and `doctor.allow` only know
+    /// the registered codes, so they never silence these.
+    pub fn custom(
+        code: impl Into<String>,
+        severity: Severity,
+        message: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            code: Cow::Owned(code.into()),
+            severity,
             message: message.into(),
             span: None,
             label: String::new(),
@@ -209,11 +231,11 @@ pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) 
 /// Segment expansion and RayJob/RayCluster pairs copy the same infra lines into several
 /// objects; report each (code, line) once.
 pub(crate) fn dedupe(findings: Vec<Finding>) -> Vec<Finding> {
-    let mut seen: Vec<(&'static str, Option<Span>, String)> = Vec::new();
+    let mut seen: Vec<(Cow<'static, str>, Option<Span>, String)> = Vec::new();
     let mut out = Vec::new();
     for f in findings {
         let key = (
-            f.code,
+            f.code.clone(),
             f.span,
             if f.span.is_some() {
                 String::new()

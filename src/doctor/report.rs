@@ -1,6 +1,10 @@
 //! The report: findings that survived the allows, errors first, rendered with miette,
 //! and a one-line summary.
 
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use super::allow::{AllowedBy, Allows};
 use super::{Finding, Severity};
 use crate::diag::{Diag, Exit};
@@ -76,8 +80,8 @@ impl Report {
     }
 
     /// Codes of the reported findings, in report order (handy in tests and scripts).
-    pub fn codes(&self) -> Vec<&'static str> {
-        self.findings.iter().map(|f| f.code).collect()
+    pub fn codes(&self) -> Vec<&str> {
+        self.findings.iter().map(|f| f.code.as_ref()).collect()
     }
 
     /// `doctor: 2 errors, 1 warning (1 silenced)` or `doctor: no problems found`.
@@ -118,9 +122,28 @@ impl Report {
     }
 }
 
+/// A `&'static str` for a diagnostic's code. Built-in rule codes are static already;
+/// a playbook's own codes are interned once each (a script defines a handful), so the
+/// memory kept is bounded by the number of distinct codes, not of findings.
+fn static_code(f: &Finding) -> &'static str {
+    static INTERNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    match &f.code {
+        Cow::Borrowed(c) => c,
+        Cow::Owned(c) => {
+            let mut set = INTERNED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(known) = set.get(c.as_str()) {
+                return known;
+            }
+            let leaked: &'static str = Box::leak(c.clone().into_boxed_str());
+            set.insert(leaked);
+            leaked
+        }
+    }
+}
+
 /// A finding as a diagnostic (warnings keep their severity).
 pub fn to_diag(f: &Finding) -> Diag {
-    let mut d = Diag::new(f.code, f.message.clone()).label(f.span, f.label.clone());
+    let mut d = Diag::new(static_code(f), f.message.clone()).label(f.span, f.label.clone());
     for r in &f.related {
         d = d.label(Some(r.span), r.text.clone());
     }
@@ -134,4 +157,27 @@ pub fn to_diag(f: &Finding) -> Diag {
         d = d.warning();
     }
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_codes_report_render_and_dedupe_like_built_in_ones() {
+        let custom = || Finding::custom("team::gym", Severity::Warning, "no gym").fix("add it");
+        let findings = super::super::dedupe(vec![
+            custom(),
+            custom(),
+            Finding::new(super::super::rules::GPU_MISMATCH, "gpus"),
+        ]);
+        let report = Report::new(findings, &Allows::default());
+        assert_eq!(report.codes(), ["nrl::doctor::gpu_mismatch", "team::gym"]);
+        let text = report.render(false, 80);
+        assert!(text.contains("team::gym"), "{text}");
+        assert!(text.ends_with("doctor: 1 error, 1 warning\n"), "{text}");
+        // The same custom code renders through one interned string.
+        let a = static_code(&custom());
+        assert!(std::ptr::eq(a, static_code(&custom())));
+    }
 }

@@ -6,6 +6,11 @@
 //! `--replace`, which stops the newest if it is still in flight and submits
 //! `<id>-<now>`. A daemon without a configured `submissionId` uses `<cluster>-daemon`,
 //! so it is not resubmitted on every run.
+//!
+//! Its `env` travels as `export` lines in front of the entrypoint, like training's (Ray
+//! refuses to merge a job's `runtime_env.env_vars` with a cluster-level runtime env), and
+//! its code follows the run's code source: uploaded from the repo root, or (code in the
+//! image or on Lustre) already at `code_path`, where the entrypoint starts (ref §11 B5).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,6 +28,7 @@ use super::cluster::cluster_of;
 use super::dashboard::dashboard_session;
 use super::health::health_check;
 use super::progress::Progress;
+use crate::render::rayjob::{check_env_name, shell_quote};
 
 /// Options of [`submit_daemon`].
 #[derive(Debug, Clone)]
@@ -31,6 +37,51 @@ pub struct DaemonOptions {
     pub replace: bool,
     /// Where the daemon's `rayUploadPaths` are taken from.
     pub repo_root: PathBuf,
+    /// The code is already on the pods here (codeSource image/lustre): no upload, the
+    /// entrypoint starts in this directory. `None` uploads.
+    pub code_path: Option<String>,
+}
+
+/// The infra's code location for daemons: `launch.codePath` when `launch.codeSource` is
+/// image or lustre, `None` (upload) otherwise.
+pub fn code_path_of(cfg: &LoadedConfig) -> Option<String> {
+    match cfg.infra.launch.code_source {
+        crate::config::schema::CodeSource::Upload => None,
+        _ => cfg.infra.launch.code_path.clone().filter(|p| !p.is_empty()),
+    }
+}
+
+/// What a daemon runs: its `env` exported, a `cd` into `code_path` when the code is on
+/// the pods, then its entrypoint; and the working_dir to upload when it is not (the
+/// daemon's `rayUploadPaths`, else `launch`'s, else the default list).
+pub fn daemon_job(
+    cfg: &LoadedConfig,
+    daemon: &DaemonSpec,
+    opts: &DaemonOptions,
+) -> Result<(String, Option<UploadSet>)> {
+    let mut entrypoint = String::new();
+    for (k, v) in &daemon.env {
+        check_env_name(k)?;
+        entrypoint.push_str(&format!("export {k}={}\n", shell_quote(v)));
+    }
+    let working_dir = match &opts.code_path {
+        Some(dir) => {
+            entrypoint.push_str(&format!("cd {}\n", shell_quote(dir)));
+            None
+        }
+        None => {
+            let paths: Vec<String> = daemon
+                .ray_upload_paths
+                .clone()
+                .filter(|p| !p.is_empty())
+                .or_else(|| cfg.infra.launch.ray_upload_paths.clone())
+                .unwrap_or_else(|| DEFAULT_UPLOAD_PATHS.iter().map(|s| s.to_string()).collect());
+            let set = UploadSet::from_include_paths(&opts.repo_root, &paths)?;
+            (!set.is_empty()).then_some(set)
+        }
+    };
+    entrypoint.push_str(&daemon.entrypoint);
+    Ok((entrypoint, working_dir))
 }
 
 /// What [`submit_daemon`] did.
@@ -141,26 +192,21 @@ pub async fn submit_daemon(
         }
         (None, _) => {}
     }
-    let paths: Vec<String> = daemon
-        .ray_upload_paths
-        .clone()
-        .filter(|p| !p.is_empty())
-        .or_else(|| cfg.infra.launch.ray_upload_paths.clone())
-        .unwrap_or_else(|| DEFAULT_UPLOAD_PATHS.iter().map(|s| s.to_string()).collect());
-    progress.line(format!(
-        "[{tag}] staging working_dir for daemon ({} paths)",
-        paths.len()
-    ));
-    let set = UploadSet::from_include_paths(&opts.repo_root, &paths)?;
-    let mut request = SubmitRequest::new(daemon.entrypoint.clone());
+    let (entrypoint, working_dir) = daemon_job(cfg, daemon, opts)?;
+    if let Some(set) = &working_dir {
+        progress.line(format!(
+            "[{tag}] staging working_dir for daemon ({} files)",
+            set.file_count()
+        ));
+    }
+    let mut request = SubmitRequest::new(entrypoint);
     request.submission_id = Some(submission_id.clone());
-    request.runtime_env.env_vars = daemon.env.clone();
     progress.line(format!("[{tag}] submitting daemon via {}", session.url));
     let submitted = submit_job(
         client,
         JobSpec {
             request,
-            working_dir: (!set.is_empty()).then_some(set),
+            working_dir,
             ..JobSpec::default()
         },
     )

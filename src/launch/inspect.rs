@@ -5,12 +5,13 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::config::layers::LoadedConfig;
+use crate::config::schema::Role;
 use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::str_at;
 
-use super::cluster::owner_of;
+use super::cluster::{cluster_of, owner_of};
 use super::daemon::{daemon_base_id, daemon_status};
 use super::dashboard::dashboard_session_with;
 use crate::ray::RayClientOptions;
@@ -179,76 +180,81 @@ pub struct RoleStatus {
 /// Status of every declared role (generation, gym, training). The daemon is looked up
 /// through the dashboard only when the cluster is ready and declares one.
 pub async fn status(k8s: &K8s, cfg: &LoadedConfig) -> Result<Vec<RoleStatus>> {
-    let ns = cfg.infra.namespace.as_str();
-    let rcs = by_kind("RayCluster")?;
     let mut out = Vec::new();
-    for (role, cluster) in cfg.infra.kuberay.roles() {
-        let live = k8s.get(&rcs, ns, &cluster.name).await?;
-        let pods = cluster_pods(k8s, ns, &cluster.name).await?;
-        let int = |p: &str| {
-            live.as_ref()
-                .and_then(|o| o.pointer(p))
-                .and_then(Json::as_i64)
-                .unwrap_or(0)
-        };
-        let state = live
-            .as_ref()
-            .and_then(|o| str_at(o, "/status/state"))
-            .map(str::to_string);
-        let daemon = match &cluster.daemon {
-            None => None,
-            Some(d) => {
-                let id = daemon_base_id(cluster, d);
-                let base = id.clone();
-                // A status must not hang on a dashboard that does not answer.
-                let quick = RayClientOptions {
-                    timeout: Duration::from_secs(5),
-                    ..RayClientOptions::default()
-                };
-                let lookup = async move {
-                    let s = dashboard_session_with(k8s, ns, &cluster.name, quick).await?;
-                    daemon_status(&s.client, &base).await
-                };
-                Some(if state.as_deref() != Some("ready") {
-                    DaemonState {
+    for (role, _) in cfg.infra.kuberay.roles() {
+        out.push(role_status(k8s, cfg, role).await?);
+    }
+    Ok(out)
+}
+
+/// One row of [`status`]: the role's RayCluster, its pods and its daemon.
+pub async fn role_status(k8s: &K8s, cfg: &LoadedConfig, role: Role) -> Result<RoleStatus> {
+    let cluster = cluster_of(cfg, role)?;
+    let ns = cfg.infra.namespace.as_str();
+    let live = k8s.get(&by_kind("RayCluster")?, ns, &cluster.name).await?;
+    let pods = cluster_pods(k8s, ns, &cluster.name).await?;
+    let int = |p: &str| {
+        live.as_ref()
+            .and_then(|o| o.pointer(p))
+            .and_then(Json::as_i64)
+            .unwrap_or(0)
+    };
+    let state = live
+        .as_ref()
+        .and_then(|o| str_at(o, "/status/state"))
+        .map(str::to_string);
+    let daemon = match &cluster.daemon {
+        None => None,
+        Some(d) => {
+            let id = daemon_base_id(cluster, d);
+            let base = id.clone();
+            // A status must not hang on a dashboard that does not answer.
+            let quick = RayClientOptions {
+                timeout: Duration::from_secs(5),
+                ..RayClientOptions::default()
+            };
+            let lookup = async move {
+                let s = dashboard_session_with(k8s, ns, &cluster.name, quick).await?;
+                daemon_status(&s.client, &base).await
+            };
+            Some(if state.as_deref() != Some("ready") {
+                DaemonState {
+                    id,
+                    status: None,
+                    error: None,
+                }
+            } else {
+                match lookup.await {
+                    Ok(Some((latest, st))) => DaemonState {
+                        id: latest,
+                        status: Some(st.to_string()),
+                        error: None,
+                    },
+                    Ok(None) => DaemonState {
                         id,
                         status: None,
                         error: None,
-                    }
-                } else {
-                    match lookup.await {
-                        Ok(Some((latest, st))) => DaemonState {
-                            id: latest,
-                            status: Some(st.to_string()),
-                            error: None,
-                        },
-                        Ok(None) => DaemonState {
-                            id,
-                            status: None,
-                            error: None,
-                        },
-                        Err(e) => DaemonState {
-                            id,
-                            status: None,
-                            error: Some(e.message.clone()),
-                        },
-                    }
-                })
-            }
-        };
-        out.push(RoleStatus {
-            role: role.as_str().to_string(),
-            name: cluster.name.clone(),
-            namespace: ns.to_string(),
-            exists: live.is_some(),
-            state,
-            workers_ready: int("/status/readyWorkerReplicas"),
-            workers_desired: int("/status/desiredWorkerReplicas"),
-            pods,
-            daemon,
-        });
-    }
-    Ok(out)
+                    },
+                    Err(e) => DaemonState {
+                        id,
+                        status: None,
+                        error: Some(e.message.clone()),
+                    },
+                }
+            })
+        }
+    };
+    Ok(RoleStatus {
+        role: role.as_str().to_string(),
+        name: cluster.name.clone(),
+        namespace: ns.to_string(),
+        exists: live.is_some(),
+        state,
+        workers_ready: int("/status/readyWorkerReplicas"),
+        workers_desired: int("/status/desiredWorkerReplicas"),
+        pods,
+        daemon,
+    })
 }
 
 /// One row of `nrl cluster list`.

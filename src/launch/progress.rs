@@ -9,12 +9,27 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-#[derive(Debug)]
+/// Where every line goes when the caller routes progress itself.
+type LineFn = Box<dyn Fn(&str) + Send + Sync>;
+
 enum Sink {
     Terminal(MultiProgress),
     Plain,
     Quiet,
     Capture(Mutex<Vec<String>>),
+    Lines(LineFn),
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sink::Terminal(_) => "Terminal",
+            Sink::Plain => "Plain",
+            Sink::Quiet => "Quiet",
+            Sink::Capture(_) => "Capture",
+            Sink::Lines(_) => "Lines",
+        })
+    }
 }
 
 /// Where progress goes (cheap to clone).
@@ -61,6 +76,14 @@ impl Progress {
         }
     }
 
+    /// Every line handed to `f` (a script's output, a log): steps and updates become
+    /// plain lines, as off a terminal.
+    pub fn lines_to(f: impl Fn(&str) + Send + Sync + 'static) -> Progress {
+        Progress {
+            sink: Arc::new(Sink::Lines(Box::new(f))),
+        }
+    }
+
     /// A line that stays.
     pub fn line(&self, msg: impl AsRef<str>) {
         let msg = msg.as_ref();
@@ -74,6 +97,7 @@ impl Progress {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(msg.to_string()),
+            Sink::Lines(f) => f(msg),
         }
     }
 
@@ -175,5 +199,17 @@ mod tests {
                 "[training] RayCluster rc is ready"
             ]
         );
+    }
+
+    #[test]
+    fn lines_go_to_the_given_function() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let p = Progress::lines_to(move |l| sink.lock().unwrap().push(l.to_string()));
+        let s = p.step("waiting");
+        s.update("waiting");
+        s.update("still waiting");
+        s.finish("done");
+        assert_eq!(*seen.lock().unwrap(), ["waiting", "still waiting", "done"]);
     }
 }

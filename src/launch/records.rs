@@ -104,6 +104,34 @@ pub struct LocalProcess {
     pub pid: u32,
 }
 
+/// Where a run on Kubernetes lives (kube context, namespace and `cluster` are in the
+/// record itself).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct K8sRun {
+    /// The RayJob of an ephemeral run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rayjob: Option<String>,
+    /// The RayCluster the job runs on (a RayJob's cluster once KubeRay named it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raycluster: Option<String>,
+    /// The Ray submission id (the run id, except for runs of older tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<String>,
+    /// Exec runs: the head pod at submit time and the run's directory on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_dir: Option<String>,
+    /// RayJob runs: `shutdownAfterJobFinishes` and `ttlSecondsAfterFinished`.
+    #[serde(default)]
+    pub shutdown: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds: Option<i64>,
+    /// The recipe's `logger.wandb_enabled` (the checklist then wants a W&B run URL).
+    #[serde(default)]
+    pub wandb: bool,
+}
+
 /// One run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -135,6 +163,9 @@ pub struct RunRecord {
     pub run_dir: Option<String>,
     #[serde(default)]
     pub local: Option<LocalProcess>,
+    /// Runs on Kubernetes: the objects behind the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k8s: Option<K8sRun>,
     #[serde(default)]
     pub status: RunStatus,
     /// The entrypoint's exit code (128 + N when a signal N ended it).
@@ -165,6 +196,7 @@ impl RunRecord {
             ray: None,
             run_dir: None,
             local: None,
+            k8s: None,
             status: RunStatus::Running,
             exit_code: None,
             message: None,

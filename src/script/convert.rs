@@ -67,6 +67,10 @@ pub fn dynamic_to_node(d: &Dynamic) -> Result<Node> {
     if let Some(m) = d.read_lock::<super::builtins::render::Manifest>() {
         return Ok(m.node().clone());
     }
+    // A finding's source position (see the `doctor` built-ins) is data as `file:line:col`.
+    if let Some(s) = d.read_lock::<crate::config::source::Span>() {
+        return Ok(Node::str(s.location()));
+    }
     Err(Diag::new(
         "nrl::script::type",
         format!("a {} cannot be turned into data", d.type_name()),

@@ -86,7 +86,7 @@ pub fn builtins_reference() -> String {
 }
 
 /// A Rust type as scripts know it: `RhaiResult<ImmutableString>` → `string`.
-fn clean_type(t: &str) -> String {
+pub(crate) fn clean_type(t: &str) -> String {
     let t = t.trim();
     for wrapper in ["RhaiResult<", "RhaiResultOf<", "Result<"] {
         if let Some(inner) = t.strip_prefix(wrapper).and_then(|r| r.strip_suffix('>')) {
@@ -151,7 +151,8 @@ fn signature(module: &str, global_module: bool, f: &FnMeta) -> String {
     format!("{prefix}{}({}){arrow}", f.name, list(&params))
 }
 
-fn is_handle(t: &str) -> bool {
+/// Whether `t` (a cleaned type) is one of the handle types built-ins return.
+pub(crate) fn is_handle(t: &str) -> bool {
     matches!(
         t,
         "Config"
@@ -159,6 +160,9 @@ fn is_handle(t: &str) -> bool {
             | "Dashboard"
             | "Submission"
             | "RayJob"
+            | "Cluster"
+            | "Run"
+            | "Span"
             | "GymConfig"
             | "GymRun"
             | "PortForward"
@@ -168,7 +172,12 @@ fn is_handle(t: &str) -> bool {
 }
 
 fn doc(f: &FnMeta) -> String {
-    f.doc_comments
+    doc_text(&f.doc_comments)
+}
+
+/// Doc comments (`/// …` lines, `/** … */` blocks) as plain text.
+pub(crate) fn doc_text(comments: &[String]) -> String {
+    comments
         .iter()
         .flat_map(|c| c.lines())
         .map(|l| {

@@ -63,9 +63,10 @@ fn configure(engine: &mut Engine, host: &Arc<Host>) {
         .set_max_map_size(l.max_map_size)
         .set_max_modules(l.max_modules);
 
-    let token = host.cancel_token().clone();
+    // Through the slot, not a copy of today's token: a REPL renews it after Ctrl-C.
+    let cancel = host.cancel_slot();
     engine.on_progress(move |_ops| {
-        if token.is_cancelled() {
+        if cancel.is_cancelled() {
             Some(Dynamic::from(CANCELLED))
         } else {
             None

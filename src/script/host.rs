@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rhai::{EvalAltResult, NativeCallContext};
@@ -55,7 +56,8 @@ impl Default for Limits {
 /// How to run scripts.
 #[derive(Clone)]
 pub struct HostOptions {
-    /// Plan mode: record cluster-changing actions instead of doing them.
+    /// Plan mode at the start: record cluster-changing actions instead of doing them
+    /// (the REPL switches it with [`Host::set_dry_run`]).
     pub dry_run: bool,
     /// Files read and written by scripts must lie under this directory; relative paths
     /// (recipes, `read_file`) are taken from here.
@@ -69,7 +71,8 @@ pub struct HostOptions {
     pub interactive: bool,
     /// Runtime for I/O built-ins; `None` starts a small one on first use.
     pub runtime: Option<tokio::runtime::Handle>,
-    /// Cancelled by Ctrl-C; stops the script and any built-in waiting on I/O.
+    /// Cancelled by Ctrl-C; stops the script and any built-in waiting on I/O. The REPL
+    /// replaces a cancelled token with [`Host::renew_cancel`] before its next line.
     pub cancel: CancellationToken,
     pub limits: Limits,
     /// Kubernetes context / namespace / kubeconfig for the `k8s` built-ins.
@@ -108,10 +111,29 @@ pub(crate) struct Sources {
     pub by_import: HashMap<String, String>,
 }
 
-/// Shared state of one run.
+/// The current cancellation token, replaceable: a REPL session outlives a Ctrl-C.
+#[derive(Debug)]
+pub struct CancelSlot(Mutex<CancellationToken>);
+
+impl CancelSlot {
+    pub fn token(&self) -> CancellationToken {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_cancelled()
+    }
+}
+
+/// Shared state of one run (or of one REPL session).
 pub struct Host {
     pub opts: HostOptions,
     pub plan: Plan,
+    cancel: Arc<CancelSlot>,
+    dry_run: AtomicBool,
     exit_code: Mutex<Option<u8>>,
     own_runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     k8s: tokio::sync::Mutex<Option<K8s>>,
@@ -124,7 +146,7 @@ pub struct Host {
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Host")
-            .field("dry_run", &self.opts.dry_run)
+            .field("dry_run", &self.dry_run())
             .field("workdir", &self.opts.workdir)
             .finish_non_exhaustive()
     }
@@ -134,6 +156,8 @@ impl Host {
     pub fn new(opts: HostOptions) -> Arc<Host> {
         let connect = opts.connect.clone();
         Arc::new(Host {
+            cancel: Arc::new(CancelSlot(Mutex::new(opts.cancel.clone()))),
+            dry_run: AtomicBool::new(opts.dry_run),
             opts,
             plan: Plan::new(),
             exit_code: Mutex::new(None),
@@ -147,15 +171,40 @@ impl Host {
     }
 
     pub fn dry_run(&self) -> bool {
-        self.opts.dry_run
+        self.dry_run.load(Ordering::Relaxed)
     }
 
-    pub fn cancel_token(&self) -> &CancellationToken {
-        &self.opts.cancel
+    /// Switch plan mode (REPL `:plan on|off`); takes effect at the next built-in call.
+    pub fn set_dry_run(&self, on: bool) {
+        self.dry_run.store(on, Ordering::Relaxed);
+    }
+
+    /// The current cancellation token.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.token()
+    }
+
+    /// The slot holding the current token, for checks that must follow renewals
+    /// (the engine's `on_progress`).
+    pub fn cancel_slot(&self) -> Arc<CancelSlot> {
+        self.cancel.clone()
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.opts.cancel.is_cancelled()
+        self.cancel.is_cancelled()
+    }
+
+    /// Cancel whatever runs now (Ctrl-C).
+    pub fn cancel(&self) {
+        self.cancel.token().cancel();
+    }
+
+    /// After a cancelled line, a fresh token so the next one can run.
+    pub fn renew_cancel(&self) {
+        let mut slot = self.cancel.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_cancelled() {
+            *slot = CancellationToken::new();
+        }
     }
 
     /// The code set by `exit(n)`, if the script called it.
@@ -218,7 +267,7 @@ impl Host {
             ));
         }
         let handle = self.runtime_handle().map_err(fail)?;
-        let token = self.opts.cancel.clone();
+        let token = self.cancel_token();
         let outcome = handle.block_on(async move {
             tokio::select! {
                 biased;
@@ -230,6 +279,49 @@ impl Host {
             None => Err(cancelled()),
             Some(r) => r.map_err(fail),
         }
+    }
+
+    /// Run `fut` to completion without watching Ctrl-C: for the bounded clean-up a
+    /// built-in does after an interrupt (stopping a local run gracefully, writing its
+    /// record), which must not be cut short by the same interrupt.
+    pub fn block_on_to_end<T>(&self, fut: impl Future<Output = Result<T, Diag>>) -> RhaiResult<T> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(fail(Diag::new(
+                "nrl::script::nested_io",
+                "a built-in that waits on I/O was called from inside another one",
+            )));
+        }
+        let handle = self.runtime_handle().map_err(fail)?;
+        handle.block_on(fut).map_err(fail)
+    }
+
+    /// Where the library's progress lines go: a spinner when stderr is a terminal, else
+    /// plain lines on the script's stderr (captured with the rest of its output).
+    pub fn progress(&self) -> crate::launch::Progress {
+        if self.opts.output.is_terminal(Stream::Stderr) {
+            return crate::launch::Progress::terminal();
+        }
+        let out = self.opts.output.clone();
+        crate::launch::Progress::lines_to(move |line| {
+            let mut text = String::with_capacity(line.len() + 1);
+            text.push_str(line);
+            text.push('\n');
+            out.write(Stream::Stderr, &text);
+        })
+    }
+
+    /// Colour and width for diagnostics a script prints on stdout: colour on a terminal
+    /// unless NO_COLOR is set, width from COLUMNS (default 100).
+    pub fn diag_style(&self) -> (bool, usize) {
+        let color =
+            self.opts.output.is_terminal(Stream::Stdout) && self.opts.env.var("NO_COLOR").is_none();
+        let width = self
+            .opts
+            .env
+            .var("COLUMNS")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(100);
+        (color, width)
     }
 
     /// Spawn `fut` on the runtime (for streams feeding callbacks on the engine thread).
@@ -366,4 +458,29 @@ pub fn host(ctx: &NativeCallContext) -> Result<Arc<Host>, Box<EvalAltResult>> {
                 ),
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_token_is_renewed_and_plan_mode_switches() {
+        let host = Host::new(HostOptions::new("."));
+        let first = host.cancel_token();
+        host.cancel();
+        assert!(first.is_cancelled() && host.is_cancelled());
+        host.renew_cancel();
+        assert!(!host.is_cancelled());
+        assert!(!host.cancel_token().is_cancelled());
+        // A token that was not cancelled is kept (a watcher may hold it).
+        let current = host.cancel_token();
+        host.renew_cancel();
+        current.cancel();
+        assert!(host.is_cancelled());
+
+        assert!(!host.dry_run());
+        host.set_dry_run(true);
+        assert!(host.dry_run());
+    }
 }

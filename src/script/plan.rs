@@ -4,7 +4,12 @@
 //! delete, submit, stop, exec, launches) or the machine (`shell`, `write_file`) records a
 //! step here instead of acting, and returns a simulated handle so the script carries on.
 //! The plan is printed as a table when the script ends.
+//!
+//! The plan also remembers what it would have done to each object (`applied`,
+//! `deleted`), so reads later in the same dry run (`cluster::status`, `cluster::logs`)
+//! answer for the planned state instead of asking a cluster that was never changed.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use comfy_table::{Table, presets};
@@ -24,6 +29,13 @@ pub struct PlanStep {
 #[derive(Debug, Default)]
 pub struct Plan {
     steps: Mutex<Vec<PlanStep>>,
+    /// `Kind/namespace/name` → what the plan does to it (`applied`, `deleted`).
+    fates: Mutex<HashMap<String, String>>,
+}
+
+/// The key of an object in [`Plan::mark`].
+pub fn object_key(kind: &str, namespace: &str, name: &str) -> String {
+    format!("{kind}/{namespace}/{name}")
 }
 
 impl Plan {
@@ -45,6 +57,25 @@ impl Plan {
             details: details.into(),
         });
         steps.len()
+    }
+
+    /// Forget the recorded steps (REPL `:clear`).
+    pub fn clear(&self) {
+        self.steps.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.fates.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Remember that the plan `fate`s (`applied`, `deleted`) the object `key`
+    /// ([`object_key`]); the last mark wins.
+    pub fn mark(&self, key: String, fate: &str) {
+        let mut fates = self.fates.lock().unwrap_or_else(|e| e.into_inner());
+        fates.insert(key, fate.to_string());
+    }
+
+    /// What the plan does to object `key`, if anything.
+    pub fn fate(&self, key: &str) -> Option<String> {
+        let fates = self.fates.lock().unwrap_or_else(|e| e.into_inner());
+        fates.get(key).cloned()
     }
 
     pub fn steps(&self) -> Vec<PlanStep> {
@@ -112,6 +143,17 @@ mod tests {
         assert!(lines[1].starts_with('#') && lines[1].contains("ACTION"));
         assert!(lines[2].starts_with("1  ") && lines[2].contains("RayJob/a"));
         assert!(lines[3].contains("submit"));
+    }
+
+    #[test]
+    fn the_last_mark_of_an_object_wins() {
+        let plan = Plan::new();
+        let key = object_key("RayCluster", "ns", "rc");
+        assert_eq!(plan.fate(&key), None);
+        plan.mark(key.clone(), "applied");
+        plan.mark(key.clone(), "deleted");
+        assert_eq!(plan.fate(&key).as_deref(), Some("deleted"));
+        assert_eq!(plan.fate(&object_key("RayCluster", "other", "rc")), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub const STDLIB: &[(&str, &str)] = &[
     ("checklist", include_str!("../../stdlib/checklist.rhai")),
     ("postmortem", include_str!("../../stdlib/postmortem.rhai")),
     ("retry", include_str!("../../stdlib/retry.rhai")),
+    ("rules", include_str!("../../stdlib/rules.rhai")),
     ("sweep", include_str!("../../stdlib/sweep.rhai")),
     ("teardown", include_str!("../../stdlib/teardown.rhai")),
 ];

@@ -284,6 +284,7 @@ fn daemon_opts(replace: bool) -> DaemonOptions {
     DaemonOptions {
         replace,
         repo_root: repo().join("tests/data/cluster"),
+        code_path: None,
     }
 }
 

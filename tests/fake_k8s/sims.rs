@@ -510,3 +510,52 @@ async fn foreground_deletion_and_finalizers_make_deletion_take_a_while() {
             .await
     );
 }
+
+/// KubeRay's InteractiveMode: the cluster comes up, the RayJob waits until `spec.jobId`
+/// names the job the user submitted, then runs; and a RayJob that keeps its cluster
+/// (`shutdownAfterJobFinishes: false`) may not have a TTL.
+#[tokio::test]
+async fn interactive_rayjob_waits_for_its_job_id_and_ttl_needs_shutdown() {
+    let (fake, client) = setup().await;
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    let mut rj = rayjob("inter", true, 0);
+    rj.data["spec"]["submissionMode"] = json!("InteractiveMode");
+    rjs.create(&PostParams::default(), &rj).await.unwrap();
+    let state = |f: &FakeK8s, name: &str| {
+        f.field(
+            "ray.io/v1",
+            "RayJob",
+            "default",
+            name,
+            "status.jobDeploymentStatus",
+        )
+    };
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| state(f, "inter")
+            == Some(json!("Waiting")))
+            .await
+    );
+    fake.edit("ray.io/v1", "RayJob", "default", "inter", |o| {
+        o["spec"]["jobId"] = json!("my-run-1")
+    });
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| state(f, "inter")
+            == Some(json!("Complete")))
+            .await
+    );
+    assert_eq!(
+        fake.field("ray.io/v1", "RayJob", "default", "inter", "status.jobId"),
+        Some(json!("my-run-1"))
+    );
+
+    rjs.create(&PostParams::default(), &rayjob("keeps", false, 60))
+        .await
+        .unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| {
+            state(f, "keeps") == Some(json!("ValidationFailed"))
+        })
+        .await
+    );
+}

@@ -31,6 +31,17 @@ use crate::k8s::resources::by_kind;
 pub use apis::{Needed, needed_apis};
 use refs::{ObjRef, QueueRef, Use};
 
+/// What the preflight checks for a pair: its rendered objects plus the RayJob a launch
+/// would create (when the pair renders one), so a RayJob launch's needs are checked too.
+pub fn preflight_manifests(cfg: &LoadedConfig, manifests: &[Node]) -> Vec<Node> {
+    let mut all = manifests.to_vec();
+    let options = crate::render::rayjob::RayJobOptions::default();
+    if let Ok(rj) = crate::launch::rayjob::rayjob_manifest(cfg, "doctor", &options) {
+        all.push(rj);
+    }
+    all
+}
+
 /// Run every preflight check; allows are applied as for the offline rules.
 pub async fn preflight(k8s: &K8s, cfg: &LoadedConfig, manifests: &[Node]) -> Result<Report> {
     let findings = preflight_findings(k8s, cfg, manifests).await?;

@@ -28,7 +28,7 @@ use super::progress::Progress;
 pub use deploy::{DeployOutcome, delete_deployment, ensure_deployment};
 pub use dra::{delete_dra, dra_objects, ensure_dra, own_dra};
 pub use owner::{OWNER_LABEL, check_owner, owner_of, stamp_owner};
-pub use updown::{DownOptions, UpOptions, UpOutcome, cluster_down, cluster_up};
+pub use updown::{DownOptions, UpOptions, UpOutcome, cluster_down, cluster_up, up_objects};
 
 /// Default readiness budget of a RayCluster (the reference's 900 s).
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(900);

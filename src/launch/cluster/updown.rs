@@ -8,16 +8,18 @@ use std::time::Duration;
 
 use crate::config::env::username;
 use crate::config::layers::LoadedConfig;
+use crate::config::node::Node;
 use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
-use crate::render::targets::Target;
+use crate::render::deployment;
+use crate::render::targets::{Target, up_manifests};
 
 use super::super::daemon::{DaemonOptions, DaemonOutcome, submit_daemon};
 use super::super::progress::Progress;
 use super::{
     DeployOutcome, EnsureOptions, EnsureOutcome, OnDrift, check_owner, cluster_of,
-    delete_deployment, delete_dra, ensure_cluster, ensure_deployment,
+    delete_deployment, delete_dra, dra_objects, ensure_cluster, ensure_deployment, stamp_owner,
 };
 
 /// Options of [`cluster_up`].
@@ -41,6 +43,37 @@ pub enum UpOutcome {
         daemon: Option<DaemonOutcome>,
     },
     Deployment(DeployOutcome),
+}
+
+/// Every object `cluster up` applies for the targets, owner-labelled as `owner`: each
+/// role's DRA objects and each Deployment's Service, then the RayClusters and
+/// Deployments: what `nrl cluster up` and the script built-in `cluster::up` validate
+/// offline before contacting the cluster.
+pub fn up_objects(cfg: &LoadedConfig, targets: &[Target], owner: &str) -> Result<Vec<Node>> {
+    let mut out = Vec::new();
+    for t in targets {
+        if let Target::Role(role) = t
+            && let Some(c) = cfg.infra.kuberay.get(*role)
+        {
+            out.extend(
+                dra_objects(&cfg.infra, c, *role)
+                    .iter()
+                    .map(Node::from_json),
+            );
+        }
+        if let Target::Deployment(key) = t
+            && let Some(d) = cfg.infra.deployments.get(key)
+            && let Some(svc) = deployment::service(&cfg.infra, d)?
+        {
+            out.push(svc);
+        }
+    }
+    let mut main = up_manifests(&cfg.infra, targets)?;
+    for m in &mut main {
+        stamp_owner(m, owner);
+    }
+    out.extend(main);
+    Ok(out)
 }
 
 /// Bring up each target in order; stops at the first failure (the error names the
@@ -77,6 +110,7 @@ pub async fn cluster_up(
                         let d = DaemonOptions {
                             replace: false,
                             repo_root: opts.repo_root.clone(),
+                            code_path: super::super::daemon::code_path_of(cfg),
                         };
                         submit_daemon(k8s, cfg, *role, &d, progress).await?
                     };

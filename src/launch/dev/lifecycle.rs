@@ -8,7 +8,7 @@ use super::pod::{DevPod, PodState, ended_error, pod_state, running_verdict};
 use super::{Report, rbac};
 use crate::diag::{Diag, Result};
 use crate::k8s::resources::api_resource;
-use crate::k8s::{ApplyOptions, K8s};
+use crate::k8s::{ApplyOptions, ExecOutput, K8s};
 
 /// How `connect` behaves.
 #[derive(Debug, Clone)]
@@ -58,6 +58,34 @@ pub async fn connect(
         ));
     }
     Ok(code)
+}
+
+/// `connect`'s non-interactive command path for callers that want the output (scripts):
+/// make sure the pod runs, then run `opts.command` with `stdin` and collect its stdout,
+/// stderr and exit code. A non-zero exit is not an error.
+pub async fn run_captured(
+    k8s: &K8s,
+    dev: &DevPod,
+    opts: &ConnectOptions,
+    stdin: Option<&[u8]>,
+    report: &mut dyn Report,
+) -> Result<ExecOutput> {
+    if opts.command.is_empty() {
+        return Err(
+            Diag::new("nrl::dev::no_command", "no command to run in the dev pod")
+                .help("give the command as a list of words, e.g. [\"sh\", \"-c\", \"make test\"]"),
+        );
+    }
+    ensure_running(k8s, dev, opts, report).await?;
+    let command: Vec<&str> = opts.command.iter().map(String::as_str).collect();
+    k8s.exec(
+        &dev.namespace,
+        &dev.name,
+        Some(&dev.container),
+        &command,
+        stdin,
+    )
+    .await
 }
 
 /// Create the pod if needed (after the checks) and wait until it runs.

@@ -16,6 +16,7 @@ pub mod lifecycle;
 pub mod pod;
 pub mod rbac;
 pub mod secrets;
+pub mod sync;
 
 use serde_json::Value as Json;
 
@@ -24,9 +25,10 @@ use crate::config::infra_only::{InfraRequest, load_infra_only};
 use crate::diag::{Diag, Result};
 use crate::k8s::resources::api_resource;
 use crate::k8s::{ApplyOptions, K8s};
-pub use lifecycle::{ConnectOptions, Stopped, connect, ensure_running, stop};
+pub use lifecycle::{ConnectOptions, Stopped, connect, ensure_running, run_captured, stop};
 pub use pod::DevPod;
 use secrets::{LiveSecret, SecretEdit, SecretTarget};
+pub use sync::{SyncOutcome, sync};
 
 /// Load the infra layers and render the user's dev pod from them.
 pub fn resolve(req: &InfraRequest) -> Result<DevPod> {

@@ -178,7 +178,7 @@ pub enum KeyState {
 }
 
 impl KeyState {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             KeyState::Added => "added",
             KeyState::Changed => "changed",

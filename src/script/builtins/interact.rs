@@ -49,6 +49,13 @@ pub mod interact_module {
         yes_no(&ctx, question, Some(fallback))
     }
 
+    /// Whether stdin is a terminal: `prompt` and `confirm` ask only then (otherwise they
+    /// take their default), so a loop that asks "again?" can stop when nobody answers.
+    #[rhai_fn(return_raw)]
+    pub fn interactive(ctx: NativeCallContext) -> RhaiResult<bool> {
+        Ok(host(&ctx)?.opts.interactive)
+    }
+
     /// Run `command` with `sh -c` in the working directory, printing `$ command` first.
     /// Returns `#{code, stdout, stderr, planned}`. In plan mode it is recorded, not run.
     #[rhai_fn(return_raw)]

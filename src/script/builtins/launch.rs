@@ -4,8 +4,9 @@
 //! validates it offline, and then either records the apply (plan mode, simulated handle)
 //! or applies it and returns a live handle. The handle waits on the RayJob with one watch,
 //! follows the driver log through a port-forward to the head's dashboard, and keeps that
-//! log for checklists. Stale-object checks, DRA objects and `--replace` belong to the
-//! launch library and come with it.
+//! log for checklists. The start is the launch library's (`launch::ephemeral::start`, as
+//! `nrl run`): same-name checks, DRA objects owned by the RayJob, and with `codeSource:
+//! upload` the working_dir upload and submit through the head's dashboard.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,12 +19,16 @@ use super::config::Config;
 use super::ray::Dashboard;
 use super::render::{Manifest, rayjob_of, run_options};
 use super::stream::follow_log;
+use crate::config::node::Node;
 use crate::diag::Diag;
+use crate::k8s::K8s;
 use crate::k8s::portforward::PodTarget;
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{Verdict, rayjob_terminal_state, str_at};
-use crate::k8s::{ApplyOptions, K8s};
+use crate::launch::Progress;
 use crate::launch::check::validate_manifests;
+use crate::launch::ephemeral::{self, RayJobRunOptions, RunEnd, Start};
+use crate::launch::output::Output as LaunchOutput;
 use crate::ray::error::{CODE_NOT_FOUND, CODE_UNREACHABLE};
 use crate::ray::{RayClient, RayClientOptions};
 use crate::script::errors::{RhaiResult, at, error_code, fail};
@@ -232,12 +237,62 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
     }
     let k = h.k8s()?;
     h.announce(&k, &job.namespace);
-    h.block_on(k.apply(&manifest.node().to_json(), ApplyOptions::default()))?;
+    // The same start as `nrl run`: same-name checks, DRA objects owned by the RayJob,
+    // the RayJob, and with `codeSource: upload` the working_dir upload and submit.
+    let mut run = RayJobRunOptions::new(run_id.clone());
+    run.name = opts.rayjob.name.clone();
+    run.shutdown = opts.rayjob.shutdown_after_finishes;
+    // KubeRay refuses a TTL without shutdown: unless given, it follows the choice.
+    run.ttl_seconds = match (run.shutdown, options.contains_key("ttl")) {
+        (false, false) => 0,
+        _ => opts.rayjob.ttl_seconds_after_finished,
+    };
+    run.extra_labels = opts.rayjob.extra_labels.clone();
+    run.wait = false;
+    run.repo_root = h.path(".");
+    let plan = ephemeral::plan(cfg.loaded(), &run).map_err(fail)?;
+    let mut out = HostOutput {
+        host: h.clone(),
+        quiet: Progress::quiet(),
+    };
+    let cancel = h.cancel_token();
+    let started = h.block_on(ephemeral::start(&k, &plan, &run, &mut out, &cancel))?;
+    if let Start::Ended(o) = &started
+        && matches!(o.end, RunEnd::Cancelled | RunEnd::Detached)
+    {
+        return Err(fail(Diag::new(
+            "nrl::script::interrupted",
+            "interrupted before the RayJob's job was submitted; its objects were deleted",
+        )));
+    }
     h.line(
         Stream::Stderr,
         &format!("applied {} ({details})", manifest.describe()),
     );
-    Ok(job)
+    Ok(RayJob {
+        manifest: Manifest::new(Node::from_json(&plan.manifest)),
+        ..job
+    })
+}
+
+/// The launch library's status lines into the script's output.
+struct HostOutput {
+    host: Arc<Host>,
+    quiet: Progress,
+}
+
+impl LaunchOutput for HostOutput {
+    fn progress(&self) -> &Progress {
+        &self.quiet
+    }
+
+    fn status(&mut self, line: &str) {
+        self.host.line(Stream::Stderr, line);
+    }
+
+    fn log(&mut self, chunk: &str) {
+        self.host.print(Stream::Stdout, chunk);
+    }
 }
 
 fn planned_status() -> Map {

@@ -9,16 +9,23 @@
 
 use rhai::{Engine, Module, exported_module};
 
+pub mod cluster;
+mod cluster_io;
+mod cluster_plan;
 pub mod config;
 pub mod data;
+pub mod dev;
+pub mod doctor;
 pub mod gym;
 mod gym_run;
 pub mod interact;
 pub mod k8s;
 pub mod k8s_wait;
 pub mod launch;
+pub mod options;
 pub mod ray;
 pub mod render;
+pub mod run;
 pub mod stream;
 pub mod util;
 
@@ -83,6 +90,30 @@ pub const BUILTINS: &[Builtin] = &[
         build: || exported_module!(launch::launch_module),
     },
     Builtin {
+        name: "cluster",
+        about: "long-lived RayClusters and Deployments: up, down, list, status, dashboard, logs",
+        global: false,
+        build: || exported_module!(cluster::cluster_module),
+    },
+    Builtin {
+        name: "dev",
+        about: "your dev pod: describe it, set its secrets, sync code into it, run commands, stop it",
+        global: false,
+        build: || exported_module!(dev::dev_module),
+    },
+    Builtin {
+        name: "doctor",
+        about: "the launch playbook's rules: offline checks, cluster preflight, your own findings, reports",
+        global: false,
+        build: || exported_module!(doctor::doctor_module),
+    },
+    Builtin {
+        name: "run",
+        about: "runs here or on a Ray dashboard (nrl run --local / --ray-address) and their records",
+        global: false,
+        build: || exported_module!(run::run_module),
+    },
+    Builtin {
         name: "gym",
         about: "NeMo Gym benchmark runs as Kubernetes Jobs: load, submit, attach, status, wait, logs, cancel",
         global: false,
@@ -98,6 +129,9 @@ pub fn register_types(engine: &mut Engine) {
         .register_type_with_name::<ray::Dashboard>("Dashboard")
         .register_type_with_name::<ray::Submission>("Submission")
         .register_type_with_name::<launch::RayJob>("RayJob")
+        .register_type_with_name::<cluster::Cluster>("Cluster")
+        .register_type_with_name::<run::Run>("Run")
+        .register_type_with_name::<crate::config::source::Span>("Span")
         .register_type_with_name::<gym::GymConfig>("GymConfig")
         .register_type_with_name::<gym::GymRun>("GymRun")
         .register_type_with_name::<k8s::PortForward>("PortForward")

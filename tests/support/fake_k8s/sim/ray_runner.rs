@@ -1,7 +1,7 @@
 //! The real-Ray job runner: submits the RayJob's entrypoint to a real Ray dashboard over the
 //! Job Submission REST API (`POST /api/jobs/`), polls `GET /api/jobs/{id}` with backoff, and
 //! mirrors the Ray status into the RayJob. If the RayJob is deleted meanwhile, the Ray job is
-//! stopped.
+//! stopped. In `InteractiveMode` the user submitted the job: the runner only watches it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +48,7 @@ pub async fn run(
     dashboard: String,
     job_id: String,
     spec: Value,
+    submit: bool,
 ) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let base = dashboard.trim_end_matches('/').to_string();
@@ -67,14 +68,20 @@ pub async fn run(
             return;
         }
     };
-    let submit = client
-        .post(format!("{base}/api/jobs/"))
-        .json(&submit_body(&job_id, &name, &spec))
-        .send()
-        .await;
-    match submit {
-        Ok(r) if r.status().is_success() => {}
-        Ok(r) => {
+    let submitted = if submit {
+        client
+            .post(format!("{base}/api/jobs/"))
+            .json(&submit_body(&job_id, &name, &spec))
+            .send()
+            .await
+            .map(Some)
+    } else {
+        Ok(None)
+    };
+    match submitted {
+        Ok(None) => {}
+        Ok(Some(r)) if r.status().is_success() => {}
+        Ok(Some(r)) => {
             let code = r.status();
             let text = r.text().await.unwrap_or_default();
             let last = text.lines().last().unwrap_or("").to_string();

@@ -3,6 +3,11 @@
 //! job runner starts once the cluster is ready) → Complete / Failed; ValidationFailed and
 //! Suspended; with `shutdownAfterJobFinishes` the cluster is deleted
 //! `ttlSecondsAfterFinished × Timings::ttl_scale` after the end.
+//!
+//! `InteractiveMode` as KubeRay does it: once the cluster is ready the RayJob waits
+//! (`Waiting`) until the user submits the Ray job and sets `spec.jobId`; then it is Running
+//! and the job runner only watches that job (with a real Ray dashboard) instead of
+//! submitting the entrypoint.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,6 +136,17 @@ fn validate(rj: &Value) -> Option<String> {
             "The RayJob spec is invalid: entrypoint must be set for submissionMode {mode}"
         ));
     }
+    let shutdown = spec
+        .get("shutdownAfterJobFinishes")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let ttl = spec
+        .get("ttlSecondsAfterFinished")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if !shutdown && ttl > 0 {
+        return Some("The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished".into());
+    }
     if name_of(rj).len() > 47 {
         return Some(format!(
             "The RayJob metadata is invalid: RayJob name should be no more than 47 characters: {}",
@@ -231,7 +247,17 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                 return;
             };
             let rc_status = rc.get("status").cloned().unwrap_or_else(|| json!({}));
+            let interactive = rj.pointer("/spec/submissionMode").and_then(Value::as_str)
+                == Some("InteractiveMode");
             match rc_status.get("state").and_then(Value::as_str) {
+                Some("ready") if interactive => {
+                    set_status(
+                        state,
+                        ns,
+                        name,
+                        json!({"jobDeploymentStatus": "Waiting", "rayClusterStatus": rc_status}),
+                    );
+                }
                 Some("ready") => {
                     set_status(
                         state,
@@ -265,6 +291,20 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                 _ => {}
             }
         }
+        "Waiting" => {
+            let job_id = rj
+                .pointer("/spec/jobId")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !job_id.is_empty() {
+                set_status(
+                    state,
+                    ns,
+                    name,
+                    json!({"jobDeploymentStatus": "Running", "jobId": job_id, "jobStatus": "PENDING"}),
+                );
+            }
+        }
         "Running" => {
             let uid = uid_of(&rj).to_string();
             if ctx.runners.insert(uid) {
@@ -276,8 +316,10 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                     Some(url) => {
                         let job_id = status_str(&rj, "jobId").to_string();
                         let spec = rj.get("spec").cloned().unwrap_or_else(|| json!({}));
+                        let submit = spec.get("submissionMode").and_then(Value::as_str)
+                            != Some("InteractiveMode");
                         state.handle.spawn(super::ray_runner::run(
-                            task_state, ns, name, url, job_id, spec,
+                            task_state, ns, name, url, job_id, spec, submit,
                         ));
                     }
                     None => {

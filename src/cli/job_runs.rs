@@ -1,0 +1,159 @@
+//! `nrl job logs|stop RUN_ID` (no `--address`) and `nrl verify RUN_ID`: find the run's
+//! record (this machine, else the cluster) and act on wherever the run is.
+
+use std::io::Write;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::common::KubeArgs as RunLookupArgs;
+use crate::config::env::ProcessEnv;
+use crate::diag::{Diag, Exit, Result};
+use crate::k8s::{ConnectOptions, K8s};
+use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
+use crate::launch::cluster_record::{find_run, save_on_cluster};
+use crate::launch::output::{Console, Output};
+use crate::launch::process::Interrupts;
+use crate::launch::records::{CODE_NOT_FOUND, RunKind, RunRecord, RunStatus, RunStore};
+use crate::launch::verify::verify;
+
+fn on_cluster(kind: RunKind) -> bool {
+    matches!(
+        kind,
+        RunKind::Rayjob | RunKind::RayclusterPortforward | RunKind::RayclusterExec
+    )
+}
+
+/// The run's record and, for runs on Kubernetes, a client for its cluster.
+async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<K8s>, RunStore)> {
+    let store = RunStore::from_env(&ProcessEnv)?;
+    let local = match store.load(id) {
+        Ok(r) => Some(r),
+        Err(e) if e.code == CODE_NOT_FOUND => None,
+        Err(e) => return Err(e),
+    };
+    if let Some(record) = &local
+        && !on_cluster(record.kind)
+    {
+        return Ok((record.clone(), None, store));
+    }
+    let context = lookup
+        .context
+        .clone()
+        .or_else(|| local.as_ref().and_then(|r| r.context.clone()));
+    let namespace = lookup
+        .namespace
+        .clone()
+        .or_else(|| local.as_ref().and_then(|r| r.namespace.clone()));
+    let k8s = K8s::connect(&ConnectOptions {
+        context,
+        namespace,
+        kubeconfig: lookup.kubeconfig.clone(),
+        request_timeout: Some(lookup.request_timeout),
+    })
+    .await?;
+    let ns = k8s.namespace.clone();
+    let record = match local {
+        Some(r) => r,
+        None => find_run(&store, Some(&k8s), &ns, id).await?,
+    };
+    Ok((record, Some(k8s), store))
+}
+
+fn cancel_on_signals() -> Result<CancellationToken> {
+    let token = CancellationToken::new();
+    let mut interrupts = Interrupts::from_signals()?;
+    let t = token.clone();
+    tokio::spawn(async move {
+        interrupts.recv().await;
+        t.cancel();
+    });
+    Ok(token)
+}
+
+/// `nrl job logs RUN_ID [-f]`
+pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit> {
+    let (record, k8s, _) = resolve(id, lookup).await?;
+    if follow {
+        let cancel = cancel_on_signals()?;
+        let exit = follow_run(k8s.as_ref(), &record, &mut Console::new(), &cancel).await?;
+        if exit == Exit::Interrupted {
+            eprintln!("\ninterrupted: stopped following run {id}; it keeps running.");
+            eprintln!("re-attach: nrl job logs {id} -f");
+        }
+        return Ok(exit);
+    }
+    let text = log_text(k8s.as_ref(), &record).await?;
+    let mut out = std::io::stdout();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Diag::from(e)),
+        _ => Ok(Exit::Ok),
+    }
+}
+
+/// `nrl job stop RUN_ID [--force]`
+pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit> {
+    let (mut record, k8s, store) = resolve(id, lookup).await?;
+    if let Some(k) = &k8s {
+        eprintln!("nrl job stop: {}", k.banner());
+    }
+    match stop_run(k8s.as_ref(), &record, force).await? {
+        Stopped::Stopped(state) => {
+            eprintln!("stopped run {id}: {state}");
+            record.set_status(
+                RunStatus::Stopped,
+                record.exit_code,
+                Some(format!("stopped: {state}")),
+            );
+            // The records follow the stop; failing to update them is only a warning.
+            if let Err(e) = store.save(&record) {
+                eprintln!("warning: {}", e.message);
+            }
+            if let (Some(k), Some(ns)) = (&k8s, &record.namespace) {
+                let _ = save_on_cluster(k, ns, &record, &[]).await;
+            }
+        }
+        Stopped::AlreadyEnded(state) => eprintln!("run {id} had already ended: {state}"),
+    }
+    Ok(Exit::Ok)
+}
+
+/// Run the launch checklist for a run: its objects, its Ray job, the W&B URL (when W&B is
+/// on), a `Processed prompts: 100%` line, and no RayCluster left after a RayJob with
+/// shutdown. Each point is reported pass, FAIL or skip (not applicable).
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 no point failed, 1 a point failed, 2 bad input, 3 cluster or Ray API error.
+
+Examples:
+  nrl verify quickstart-20260101-120000-ab12
+  nrl verify grpo-20260101-120000-ab12 --context prod -n rl-team")]
+pub struct VerifyArgs {
+    /// The run id (from `nrl run`).
+    pub id: String,
+    #[command(flatten)]
+    pub lookup: RunLookupArgs,
+}
+
+/// `nrl verify RUN_ID`
+pub fn run_verify(args: VerifyArgs) -> Result<Exit> {
+    super::run::runtime()?.block_on(async move {
+        let (record, k8s, _) = resolve(&args.id, &args.lookup).await?;
+        let Some(k8s) = k8s else {
+            return Err(Diag::new(
+                "nrl::run::verify_kind",
+                format!(
+                    "run `{}` is a {} run; the checklist is for runs on Kubernetes",
+                    args.id,
+                    record.kind.as_str()
+                ),
+            ));
+        };
+        let report = verify(&k8s, &record, None).await;
+        if let Some(url) = &report.wandb_url {
+            Console::new().status(&format!("W&B run: {url}"));
+        }
+        print!("{report}");
+        Ok(if report.ok() { Exit::Ok } else { Exit::Failed })
+    })
+}

@@ -1,0 +1,348 @@
+//! Following and stopping a run by its record, whatever executed it: a RayJob (through a
+//! port-forward to its cluster's head), a job on a long-lived RayCluster (portForward or
+//! exec), or a job on a plain Ray dashboard. This is what makes `nrl job logs|stop RUN_ID`
+//! work without knowing how the run was launched, and from another machine (the record
+//! comes from the cluster then).
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::dashboard::dashboard_session;
+use super::follow::{TaskGuard, follow_into};
+use super::output::Output;
+use super::records::{RunKind, RunRecord};
+use super::run::DRIVER_LOG;
+use super::submit::exec::{self, ExecRun, ExecState};
+use crate::diag::{Diag, Exit, Result};
+use crate::k8s::K8s;
+use crate::k8s::resources::by_kind;
+use crate::k8s::wait::str_at;
+use crate::ray::{JobDetails, RayClient, RayClientOptions, stop_job};
+
+/// How long `stop` waits for the job to reach a terminal state.
+pub const STOP_WAIT: Duration = Duration::from_secs(60);
+/// How long following a RayJob waits for KubeRay to start its job.
+const JOB_START_WAIT: Duration = Duration::from_secs(86400);
+
+/// Where a run's Ray job is.
+enum Target {
+    /// A Ray job on a RayCluster's head, reached through a port-forward.
+    Cluster {
+        ns: String,
+        cluster: String,
+        id: String,
+    },
+    /// A Ray job on a dashboard address.
+    Address { address: String, id: String },
+    /// An exec run on a head pod.
+    Exec(ExecRun),
+    /// Nothing live to reach; `why` says so.
+    Gone { why: String, exit: Exit },
+}
+
+fn submission_id(record: &RunRecord) -> String {
+    record
+        .k8s
+        .as_ref()
+        .and_then(|k| k.submission_id.clone())
+        .unwrap_or_else(|| record.id.clone())
+}
+
+async fn target(k8s: Option<&K8s>, record: &RunRecord) -> Result<Target> {
+    let need = || {
+        k8s.ok_or_else(|| {
+            Diag::new(
+                "nrl::run::needs_cluster",
+                format!("run `{}` ran on Kubernetes", record.id),
+            )
+        })
+    };
+    let ns = record.namespace.clone().unwrap_or_default();
+    match record.kind {
+        RunKind::Rayjob => {
+            let k8s = need()?;
+            let name = record
+                .k8s
+                .as_ref()
+                .and_then(|k| k.rayjob.clone())
+                .unwrap_or_default();
+            let Some(rj) = k8s.get(&by_kind("RayJob")?, &ns, &name).await? else {
+                return Ok(Target::Gone {
+                    why: format!("RayJob {name} no longer exists in namespace {ns}"),
+                    exit: exit_of_record(record),
+                });
+            };
+            let job = str_at(&rj, "/status/jobStatus").unwrap_or("").to_string();
+            let cluster = str_at(&rj, "/status/rayClusterName")
+                .unwrap_or("")
+                .to_string();
+            let cluster_alive = !cluster.is_empty()
+                && k8s
+                    .get(&by_kind("RayCluster")?, &ns, &cluster)
+                    .await?
+                    .is_some();
+            if !cluster_alive {
+                return Ok(Target::Gone {
+                    why: format!("RayJob {name} finished (job={job}) and its RayCluster is gone"),
+                    exit: match job.as_str() {
+                        "SUCCEEDED" => Exit::Ok,
+                        _ => Exit::Failed,
+                    },
+                });
+            }
+            let id = str_at(&rj, "/status/jobId")
+                .map(str::to_string)
+                .unwrap_or_else(|| submission_id(record));
+            Ok(Target::Cluster { ns, cluster, id })
+        }
+        RunKind::RayclusterPortforward => {
+            need()?;
+            Ok(Target::Cluster {
+                ns,
+                cluster: record.cluster.clone().unwrap_or_default(),
+                id: submission_id(record),
+            })
+        }
+        RunKind::RayclusterExec => {
+            need()?;
+            let kr = record.k8s.clone().unwrap_or_default();
+            match (kr.pod, kr.exec_dir) {
+                (Some(pod), Some(dir)) => Ok(Target::Exec(ExecRun {
+                    run_id: record.id.clone(),
+                    namespace: ns,
+                    cluster: record.cluster.clone().unwrap_or_default(),
+                    pod,
+                    dir,
+                })),
+                _ => Err(Diag::new(
+                    "nrl::run::record",
+                    format!(
+                        "the record of exec run `{}` has no pod or directory",
+                        record.id
+                    ),
+                )),
+            }
+        }
+        RunKind::Ray => match &record.ray {
+            Some(r) => Ok(Target::Address {
+                address: r.address.clone(),
+                id: r.submission_id.clone(),
+            }),
+            None => Err(Diag::new(
+                "nrl::run::record",
+                format!(
+                    "the record of Ray run `{}` has no dashboard address",
+                    record.id
+                ),
+            )),
+        },
+        other => Ok(Target::Gone {
+            why: format!("a {} run has nothing to attach to", other.as_str()),
+            exit: exit_of_record(record),
+        }),
+    }
+}
+
+fn exit_of_record(record: &RunRecord) -> Exit {
+    match record.status {
+        super::records::RunStatus::Failed | super::records::RunStatus::Stopped => Exit::Failed,
+        _ => Exit::Ok,
+    }
+}
+
+/// The local copy of the run's driver log, if any.
+pub fn local_log(record: &RunRecord) -> Option<String> {
+    let dir = record.run_dir.as_ref()?;
+    std::fs::read_to_string(std::path::Path::new(dir).join(DRIVER_LOG)).ok()
+}
+
+/// Stream the run's log until it ends (exit code from its status: SUCCEEDED 0, FAILED
+/// or STOPPED 1) or Ctrl-C (130; the run keeps going). A run whose cluster is gone shows
+/// the local copy of its log, if this machine has one.
+pub async fn follow_run(
+    k8s: Option<&K8s>,
+    record: &RunRecord,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<Exit> {
+    // A RayJob attached to early has no cluster or job yet: wait until KubeRay runs it.
+    if let (RunKind::Rayjob, Some(k8s)) = (record.kind, k8s) {
+        let name = record
+            .k8s
+            .as_ref()
+            .and_then(|k| k.rayjob.clone())
+            .unwrap_or_default();
+        let ns = record.namespace.clone().unwrap_or_default();
+        let rayjobs = by_kind("RayJob")?;
+        let started = k8s.wait_for(&rayjobs, &ns, &name, JOB_START_WAIT, "running", |o| {
+            let dep = o.and_then(|o| str_at(o, "/status/jobDeploymentStatus"));
+            match dep {
+                None if o.is_none() => crate::k8s::Verdict::Done(()),
+                Some(d) if d == "Running" || crate::k8s::wait::rayjob_terminal_state(d) => {
+                    crate::k8s::Verdict::Done(())
+                }
+                _ => crate::k8s::Verdict::Pending,
+            }
+        });
+        tokio::select! {
+            r = started => r?,
+            _ = cancel.cancelled() => return Ok(Exit::Interrupted),
+        }
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let task: TaskGuard<Result<Exit>> = match target(k8s, record).await? {
+        Target::Gone { why, exit } => {
+            progress.status(&format!("[logs] {why}"));
+            match local_log(record) {
+                Some(text) => {
+                    progress.status("[logs] showing the copy saved while the run was followed");
+                    progress.log(&text);
+                }
+                None => progress.status("[logs] no local copy of the log on this machine"),
+            }
+            return Ok(exit);
+        }
+        Target::Cluster { ns, cluster, id } => {
+            let k8s = k8s
+                .cloned()
+                .ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
+            TaskGuard::spawn(async move {
+                let dash = dashboard_session(&k8s, &ns, &cluster).await?;
+                // HTTPMode: KubeRay submits a moment after it reports Running.
+                let d = follow_into(&dash.client, &id, tx, Duration::from_secs(120)).await?;
+                Ok(exit_for_job(&d))
+            })
+        }
+        Target::Address { address, id } => TaskGuard::spawn(async move {
+            let client = RayClient::new(&address, RayClientOptions::default())?;
+            let d = follow_into(&client, &id, tx, Duration::ZERO).await?;
+            Ok(exit_for_job(&d))
+        }),
+        Target::Exec(run) => {
+            let k8s = k8s
+                .cloned()
+                .ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
+            TaskGuard::spawn(async move {
+                let state = exec::follow(&k8s, &run, tx).await?;
+                Ok(exit_for_exec(state))
+            })
+        }
+    };
+    let mut task = task;
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                while let Ok(c) = rx.try_recv() { progress.log(&c); }
+                return Ok(Exit::Interrupted);
+            }
+            Some(chunk) = rx.recv() => progress.log(&chunk),
+            done = &mut task.0 => {
+                while let Ok(c) = rx.try_recv() { progress.log(&c); }
+                return done.map_err(|e| Diag::api("nrl::runtime", e.to_string()))?;
+            }
+        }
+    }
+}
+
+fn exit_for_job(d: &JobDetails) -> Exit {
+    d.status.exit()
+}
+
+/// Exit code of an ended exec run: its own code 0 → 0, else 1.
+pub fn exit_for_exec(state: ExecState) -> Exit {
+    match state {
+        ExecState::Exited(0) | ExecState::Running => Exit::Ok,
+        _ => Exit::Failed,
+    }
+}
+
+/// The run's log so far (no following).
+pub async fn log_text(k8s: Option<&K8s>, record: &RunRecord) -> Result<String> {
+    match target(k8s, record).await? {
+        Target::Cluster { ns, cluster, id } => {
+            let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
+            dashboard_session(k8s, &ns, &cluster)
+                .await?
+                .client
+                .logs(&id)
+                .await
+        }
+        Target::Address { address, id } => {
+            RayClient::new(&address, RayClientOptions::default())?
+                .logs(&id)
+                .await
+        }
+        Target::Exec(run) => {
+            let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
+            exec::log_text(k8s, &run).await
+        }
+        Target::Gone { why, .. } => local_log(record).ok_or_else(|| {
+            Diag::api("nrl::run::log_gone", format!("{why}; its log went with it"))
+                .help("nrl keeps a copy only on the machine that followed the run")
+        }),
+    }
+}
+
+/// What `stop_run` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// It was running and is now in this state (`STOPPED`, `exited 143`, …).
+    Stopped(String),
+    /// It had already ended.
+    AlreadyEnded(String),
+}
+
+/// Stop the run: Ray's stop (waiting until Ray says it ended), or for exec runs a signal
+/// to the run's own process group (TERM; KILL with `force`), then a wait for it to end.
+pub async fn stop_run(k8s: Option<&K8s>, record: &RunRecord, force: bool) -> Result<Stopped> {
+    match target(k8s, record).await? {
+        Target::Cluster { ns, cluster, id } => {
+            let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
+            let dash = dashboard_session(k8s, &ns, &cluster).await?;
+            let out = stop_job(&dash.client, &id, STOP_WAIT).await?;
+            Ok(stopped(out.was_running, out.details.status.to_string()))
+        }
+        Target::Address { address, id } => {
+            let client = RayClient::new(&address, RayClientOptions::default())?;
+            let out = stop_job(&client, &id, STOP_WAIT).await?;
+            Ok(stopped(out.was_running, out.details.status.to_string()))
+        }
+        Target::Exec(run) => {
+            let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
+            let was_running = exec::stop(k8s, &run, force).await?;
+            let deadline = tokio::time::Instant::now() + STOP_WAIT;
+            let mut pause = Duration::from_millis(200);
+            loop {
+                let state = exec::status(k8s, &run).await?;
+                if state != ExecState::Running {
+                    return Ok(stopped(was_running, state.describe()));
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(Diag::api(
+                        "nrl::run::stop_timeout",
+                        format!(
+                            "run {} is still running {}s after the signal",
+                            run.run_id,
+                            STOP_WAIT.as_secs()
+                        ),
+                    )
+                    .help(format!("force it: nrl job stop {} --force", run.run_id)));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+        }
+        Target::Gone { why, .. } => Ok(Stopped::AlreadyEnded(why)),
+    }
+}
+
+fn stopped(was_running: bool, state: String) -> Stopped {
+    if was_running {
+        Stopped::Stopped(state)
+    } else {
+        Stopped::AlreadyEnded(state)
+    }
+}

@@ -1,0 +1,164 @@
+//! A run on Kubernetes with its records: the local record (`~/.cache/nrl/runs/<id>.json`)
+//! and its cluster copy are written once the run exists and updated when it ends, and the
+//! commands to follow, stop and check the run are printed right after the submit.
+
+use serde_json::Value as Json;
+use tokio_util::sync::CancellationToken;
+
+use super::cluster_record::save_on_cluster;
+use super::ephemeral::{self, RayJobRunOptions, RunEnd, RunOutcome};
+use super::output::Output;
+use super::owned::owner_ref;
+use super::records::{K8sRun, RunKind, RunRecord, RunStatus};
+use super::run::{DRIVER_LOG, RunContext};
+use super::verify::wandb_enabled;
+use crate::config::layers::LoadedConfig;
+use crate::diag::{Exit, Result};
+use crate::k8s::K8s;
+
+/// The commands that follow, stop and inspect run `id` (printed after a submit).
+pub fn followups(id: &str, ctx: &RunContext, k8s: &K8s, ns: &str, what: &str) -> Vec<String> {
+    vec![
+        format!("run id:  {id}"),
+        format!("on:      {what} (context {}, namespace {ns})", k8s.context),
+        format!("follow:  nrl job logs {id} -f"),
+        format!("stop:    nrl job stop {id}"),
+        format!("verify:  nrl verify {id}"),
+        format!(
+            "record:  {} (cluster copy: ConfigMap {}; from another machine add --context {} -n {ns})",
+            ctx.record_path().display(),
+            super::cluster_record::configmap_name(id),
+            k8s.context
+        ),
+    ]
+}
+
+/// Record fields every Kubernetes run has.
+pub fn base_record(cfg: &LoadedConfig, ctx: &RunContext, k8s: &K8s, kind: RunKind) -> RunRecord {
+    let mut record = ctx.new_record(cfg, kind);
+    record.context = Some(k8s.context.clone());
+    record.namespace = Some(cfg.infra.namespace.clone());
+    record.k8s = Some(K8sRun {
+        submission_id: Some(ctx.run_id.clone()),
+        wandb: wandb_enabled(cfg),
+        ..K8sRun::default()
+    });
+    record
+}
+
+/// Save the record locally and on the cluster (owned by `owners`); a failure to write
+/// either is reported as a warning, never fatal: the run itself is fine.
+pub async fn save_everywhere(
+    k8s: &K8s,
+    ctx: &RunContext,
+    record: &RunRecord,
+    owners: &[Json],
+    progress: &mut dyn Output,
+) {
+    if let Err(e) = super::run::save_record(&ctx.store, record).await {
+        progress.status(&format!("warning: {}", e.message));
+    }
+    let ns = record
+        .namespace
+        .clone()
+        .unwrap_or_else(|| k8s.namespace.clone());
+    if let Err(e) = save_on_cluster(k8s, &ns, record, owners).await {
+        progress.status(&format!(
+            "warning: the run record could not be kept on the cluster: {}",
+            e.message
+        ));
+    }
+}
+
+/// The record status for an outcome.
+pub fn status_of(outcome: &RunOutcome) -> (RunStatus, Option<String>) {
+    match &outcome.end {
+        RunEnd::Submitted | RunEnd::Detached => (RunStatus::Running, None),
+        RunEnd::Cancelled => (
+            RunStatus::Stopped,
+            Some("interrupted before the job was submitted".into()),
+        ),
+        RunEnd::Finished { state, .. } => {
+            let status = match outcome.job_status().as_deref() {
+                Some("SUCCEEDED") => RunStatus::Succeeded,
+                Some("STOPPED") => RunStatus::Stopped,
+                _ if outcome.exit() == Exit::Ok => RunStatus::Succeeded,
+                _ => RunStatus::Failed,
+            };
+            (status, state.message.clone())
+        }
+    }
+}
+
+/// An ephemeral RayJob run of `cfg` as `ctx.run_id`, with records and follow-up
+/// commands: start the planned run ([`ephemeral::plan`], done before connecting so bad
+/// input fails without a cluster), save the records (owned by the RayJob) and print how
+/// to follow the run, wait (unless `opts.wait` is off), record how it ended.
+pub async fn rayjob_run(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: &RunContext,
+    plan: &ephemeral::RayJobPlan,
+    opts: &RayJobRunOptions,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<(RunOutcome, RunRecord)> {
+    if let Some(up) = &plan.upload {
+        for w in &up.warnings {
+            progress.status(&format!("warning: {w}"));
+        }
+    }
+    let mut record = base_record(cfg, ctx, k8s, RunKind::Rayjob);
+    record.cluster = Some(plan.name.clone());
+    if let Some(kr) = record.k8s.as_mut() {
+        kr.rayjob = Some(plan.name.clone());
+        kr.shutdown = plan.shutdown;
+        kr.ttl_seconds = Some(plan.ttl_seconds);
+    }
+    let mut opts = opts.clone();
+    if opts.log_copy.is_none() && opts.wait {
+        std::fs::create_dir_all(ctx.run_dir()).ok();
+        opts.log_copy = Some(ctx.run_dir().join(DRIVER_LOG));
+    }
+    let (live, state) = match ephemeral::start(k8s, plan, &opts, progress, cancel).await? {
+        ephemeral::Start::Running { live, state } => (live, state),
+        ephemeral::Start::Ended(outcome) => {
+            // KubeRay gave up before the job ran: keep a local record of that.
+            if let RunEnd::Finished { .. } = outcome.end {
+                let (status, message) = status_of(&outcome);
+                record.set_status(status, Some(1), message);
+                if let Err(e) = super::run::save_record(&ctx.store, &record).await {
+                    progress.status(&format!("warning: {}", e.message));
+                }
+            }
+            return Ok((outcome, record));
+        }
+    };
+    let owners: Vec<Json> = owner_ref(&live).into_iter().collect();
+    save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    for line in followups(
+        &plan.run_id,
+        ctx,
+        k8s,
+        &plan.namespace,
+        &format!("RayJob {}", plan.name),
+    ) {
+        progress.status(&line);
+    }
+    if !opts.wait {
+        return Ok((ephemeral::submitted(plan, state.cluster), record));
+    }
+    let outcome = ephemeral::wait(k8s, plan, &opts, state, progress, cancel).await?;
+    if let Some(rc) = &outcome.cluster
+        && let Some(kr) = record.k8s.as_mut()
+    {
+        kr.raycluster = Some(rc.clone());
+    }
+    let (status, message) = status_of(&outcome);
+    if status != RunStatus::Running {
+        let code = if outcome.exit() == Exit::Ok { 0 } else { 1 };
+        record.set_status(status, Some(code), message);
+    }
+    save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    Ok((outcome, record))
+}

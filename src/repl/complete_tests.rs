@@ -1,0 +1,100 @@
+use std::path::Path;
+
+use super::*;
+use crate::repl::session::Var;
+
+fn snapshot() -> Snapshot {
+    let var = |name: &str, t: &str, keys: &[&str]| Var {
+        name: name.to_string(),
+        type_name: t.to_string(),
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        constant: false,
+    };
+    Snapshot {
+        vars: vec![
+            var("cfg", "Config", &[]),
+            var("meta", "map", &["labels", "name"]),
+            var("count", "int", &[]),
+        ],
+        ..Snapshot::default()
+    }
+}
+
+fn names(line: &str) -> (usize, Vec<String>) {
+    let snap = snapshot();
+    let cx = Lookup {
+        builtins: Catalog::builtins(),
+        session: &snap,
+        workdir: Path::new(env!("CARGO_MANIFEST_DIR")),
+        search_path: &[],
+    };
+    let (start, pairs) = complete(line, line.len(), &cx);
+    (start, pairs.into_iter().map(|p| p.replacement).collect())
+}
+
+#[test]
+fn builtins_variables_modules_and_keywords() {
+    assert_eq!(names("let x = recip"), (8, vec!["recipe(".to_string()]));
+    let (_, c) = names("co");
+    assert!(
+        c.contains(&"count".to_string()) && c.contains(&"const".to_string()),
+        "{c:?}"
+    );
+    assert!(c.contains(&"confirm(".to_string()), "{c:?}");
+    let (_, c) = names("k8");
+    assert_eq!(c, ["k8s::"]);
+    assert_eq!(names("k8s::li"), (5, vec!["list(".to_string()]));
+    // Without a prefix, Rhai's standard library stays out of the way.
+    let (_, c) = names("");
+    assert!(c.contains(&"recipe(".to_string()) && !c.contains(&"parse_int(".to_string()));
+    assert!(names("parse_i").1.contains(&"parse_int(".to_string()));
+}
+
+#[test]
+fn methods_by_receiver_type() {
+    let (start, c) = names("cfg.man");
+    assert_eq!((start, c), (4, vec!["manifests(".to_string()]));
+    // A Config has no `to_upper`; a string literal and `recipe(…)` results are typed.
+    assert!(names("cfg.to_up").1.is_empty());
+    assert_eq!(names("\"abc\".to_up").1, ["to_upper("]);
+    assert_eq!(names(r#"recipe("r.yaml").valid"#).1, ["validate("]);
+    assert!(names("cfg.manifests()[0].").1.contains(&"kind".to_string()));
+    assert_eq!(names("[1, 2].pu").1, ["push("]);
+    // Map variables offer their keys along with map methods.
+    let (_, c) = names("meta.");
+    assert!(
+        c.contains(&"labels".to_string()) && c.contains(&"keys(".to_string()),
+        "{c:?}"
+    );
+    assert!(names("count.").1.contains(&"abs(".to_string()));
+}
+
+#[test]
+fn strings_complete_paths_and_imports_complete_modules() {
+    let (start, c) = names(r#"recipe("examples/quicks"#);
+    assert_eq!((start, c), (8, vec!["examples/quickstart/".to_string()]));
+    let (_, c) = names(r#"recipe("examples/quickstart/rec"#);
+    assert_eq!(c, ["examples/quickstart/recipe.yaml"]);
+    let (_, c) = names(r#"import "nrl/ch"#);
+    assert_eq!(c, ["nrl/checklist"]);
+    let (_, c) = names(r#"import "scripts/lau"#);
+    assert_eq!(c, ["scripts/launch"]);
+    // A closed string is not completed inside; comments are left alone.
+    assert!(
+        names(r#""examples" "#)
+            .1
+            .iter()
+            .all(|n| !n.starts_with("examples/"))
+    );
+    assert!(names("// rec").1.is_empty());
+}
+
+#[test]
+fn meta_commands_and_their_arguments() {
+    assert_eq!(names(":lo"), (0, vec![":load".to_string()]));
+    assert_eq!(names(":doc k8s::wa"), (5, vec!["k8s::wait".to_string()]));
+    let (_, c) = names(":help Config.ge");
+    assert_eq!(c, ["Config.get"]);
+    assert_eq!(names(":plan o").1, ["on", "off"]);
+    assert_eq!(names(":load scripts/lau").1, ["scripts/launch.rhai"]);
+}

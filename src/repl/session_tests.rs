@@ -1,0 +1,122 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::config::env::MapEnv;
+use crate::script::{CapturedOutput, HostOptions};
+
+fn session() -> (Session, Arc<CapturedOutput>) {
+    let out = Arc::new(CapturedOutput::new());
+    let mut opts = HostOptions::new(env!("CARGO_MANIFEST_DIR"));
+    opts.env = Arc::new(MapEnv::new([("NRL_USER", "alice"), ("NO_COLOR", "1")]));
+    opts.output = out.clone();
+    opts.search_path = Vec::new();
+    (Session::new(Host::new(opts), Printer { width: 100 }), out)
+}
+
+#[test]
+fn variables_functions_and_imports_persist_between_inputs() {
+    let (mut s, out) = session();
+    assert_eq!(s.eval("let x = 20;"), LineResult::Ok);
+    assert_eq!(s.eval("fn twice(v) { v * 2 }"), LineResult::Ok);
+    assert_eq!(s.eval("twice(x) + 2"), LineResult::Ok);
+    assert_eq!(
+        s.eval(r#"import "nrl/sweep" as sweep; sweep::points(["a=1,2"]).len()"#),
+        LineResult::Ok
+    );
+    // The import outlives its input: strict variables accept `sweep::` later.
+    assert_eq!(
+        s.eval(r#"sweep::points(["a=1,2,3"]).len()"#),
+        LineResult::Ok
+    );
+    assert_eq!(out.stdout(), "42\n2\n3\n", "stderr: {}", out.stderr());
+
+    let snap = s.snapshot();
+    let x = snap.vars.iter().find(|v| v.name == "x").unwrap();
+    assert_eq!(x.type_name, "int");
+    assert!(snap.catalog.functions().any(|e| e.name == "twice"));
+    assert!(snap.catalog.in_module("sweep").any(|e| e.name == "points"));
+    assert!(s.vars().contains("let x: int = 20"), "{}", s.vars());
+    assert!(s.vars().contains("import \"nrl/sweep\" as sweep"));
+}
+
+#[test]
+fn errors_report_and_the_session_goes_on() {
+    let (mut s, out) = session();
+    assert_eq!(s.eval("let = 1"), LineResult::Failed(Exit::Input));
+    assert_eq!(s.eval("nope + 1"), LineResult::Failed(Exit::Input));
+    assert_eq!(s.eval("throw \"boom\""), LineResult::Failed(Exit::Failed));
+    assert_eq!(s.eval("1 + 1"), LineResult::Ok);
+    let err = out.stderr();
+    assert!(err.contains("nrl::script::compile"), "{err}");
+    assert!(err.contains("boom") && err.contains("input-3"), "{err}");
+    assert_eq!(out.stdout(), "2\n");
+}
+
+#[test]
+fn maps_show_keys_to_completion_and_handles_their_type() {
+    let (mut s, _out) = session();
+    assert_eq!(
+        s.eval(
+            r#"let m = #{alpha: 1, beta: "b"};
+               let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"});"#
+        ),
+        LineResult::Ok
+    );
+    let snap = s.snapshot();
+    let m = snap.vars.iter().find(|v| v.name == "m").unwrap();
+    assert_eq!(
+        (m.type_name.as_str(), m.keys.clone()),
+        ("map", vec!["alpha".to_string(), "beta".to_string()])
+    );
+    let cfg = snap.vars.iter().find(|v| v.name == "cfg").unwrap();
+    assert_eq!(cfg.type_name, "Config");
+    assert!(
+        s.vars().contains("let cfg: Config = Config("),
+        "{}",
+        s.vars()
+    );
+}
+
+#[test]
+fn exit_ends_the_session_and_clear_forgets_everything() {
+    let (mut s, _out) = session();
+    assert_eq!(s.eval("let y = 1; fn f() { 1 }"), LineResult::Ok);
+    s.clear();
+    assert_eq!(s.eval("y"), LineResult::Failed(Exit::Input));
+    assert_eq!(s.eval("f()"), LineResult::Failed(Exit::Failed));
+    assert!(s.snapshot().vars.is_empty());
+    assert_eq!(s.eval("fn g() { exit(3) } g()"), LineResult::Exit(3));
+}
+
+#[test]
+fn cancelling_stops_a_line_and_the_next_one_runs() {
+    let (mut s, out) = session();
+    let host = s.host().clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        host.cancel();
+    });
+    assert_eq!(s.eval("sleep(60)"), LineResult::Interrupted);
+    canceller.join().unwrap();
+    s.host().renew_cancel();
+    assert_eq!(s.eval("40 + 2"), LineResult::Ok);
+    assert!(out.stderr().contains("interrupted"));
+    assert_eq!(out.stdout(), "42\n");
+}
+
+#[test]
+fn load_keeps_what_a_file_defines() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lib.rhai");
+    std::fs::write(&file, "let loaded = 7;\nfn add(a, b) { a + b }\n").unwrap();
+    let (mut s, out) = session();
+    assert_eq!(s.load(&file), LineResult::Ok);
+    assert_eq!(s.eval("add(loaded, 1)"), LineResult::Ok);
+    assert_eq!(out.stdout(), "8\n");
+    assert_eq!(
+        s.load(&dir.path().join("missing.rhai")),
+        LineResult::Failed(Exit::Input)
+    );
+    assert!(out.stderr().contains("nrl::repl::load"));
+}
