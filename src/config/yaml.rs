@@ -7,11 +7,10 @@
 //! of plain scalars is done here.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use granit_parser::{Event, Parser, ScalarStyle};
-use regex::Regex;
 
+use super::implicit::{is_float, is_int};
 use super::node::{KeyKind, Map, Node, Value};
 use super::source::{Span, SrcId, source};
 use crate::diag::{Diag, Result};
@@ -50,14 +49,14 @@ pub fn resolve_plain(text: &str) -> Value {
     if let Some(b) = parse_bool(text) {
         return Value::Bool(b);
     }
-    if int_re().is_match(text) {
+    if is_int(text) {
         if let Some(i) = parse_int(text) {
             return Value::Int(i);
         }
         // Out of i64 range: keep the digits rather than lose them.
         return Value::Str(text.to_string());
     }
-    if float_re().is_match(text) {
+    if is_float(text) {
         return Value::Float(parse_float(text));
     }
     Value::Str(text.to_string())
@@ -73,27 +72,6 @@ fn parse_bool(t: &str) -> Option<bool> {
         "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
         _ => None,
     }
-}
-
-fn int_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$",
-        )
-        .expect("static regex")
-    })
-}
-
-fn float_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // PyYAML's YAML 1.1 float plus OmegaConf's additions (`1e3`, exponent sign optional).
-    RE.get_or_init(|| {
-        Regex::new(
-            r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        )
-        .expect("static regex")
-    })
 }
 
 /// PyYAML `construct_yaml_int`. Computed in i128 so that `-9223372036854775808` fits.
@@ -376,11 +354,11 @@ impl<'t> Builder<'t> {
                     None => return Err(self.bad_tagged(value, "bool", span)),
                 },
                 "int" => match parse_int(value) {
-                    Some(i) if int_re().is_match(value) => Value::Int(i),
+                    Some(i) if is_int(value) => Value::Int(i),
                     _ => return Err(self.bad_tagged(value, "int", span)),
                 },
                 "float" => {
-                    if float_re().is_match(value) || int_re().is_match(value) {
+                    if is_float(value) || is_int(value) {
                         Value::Float(parse_float(value))
                     } else {
                         return Err(self.bad_tagged(value, "float", span));
