@@ -3,6 +3,7 @@
 use base64::Engine;
 
 use super::path::{JsonPath, Seg};
+use super::patterns;
 use super::schema::{self, CompiledKind, Extra, Family, Format, Schema, SchemaId, types};
 use super::suggest::{did_you_mean, list_some};
 use crate::config::node::{Node, Value};
@@ -10,9 +11,6 @@ use crate::config::source::Span;
 use crate::diag::Diag;
 
 pub(super) const CODE: &str = "nrl::render::schema";
-
-/// The Kubernetes quantity pattern the CRDs use; named in messages instead of the regex.
-const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 
 pub(super) struct Checker<'a> {
     compiled: CompiledKind,
@@ -185,15 +183,16 @@ impl<'a> Checker<'a> {
     }
 
     fn check_pattern(&mut self, id: u16, v: &str, node: &'a Node, near: Option<Span>) {
-        let (source, regex) = match schema::pattern(id) {
+        let (source, matcher) = match schema::pattern(id) {
             Ok(p) => p,
             Err(e) => {
                 self.out.push(super::bundle_bug(e));
                 return;
             }
         };
-        if !regex.is_match(v) {
-            let (what, help) = if source == QUANTITY_PATTERN {
+        if !matcher.is_match(v) {
+            // The quantity pattern is named in messages instead of shown.
+            let (what, help) = if source == patterns::QUANTITY {
                 (
                     "a Kubernetes quantity".to_string(),
                     "write a quantity such as `4`, `500m`, `64Gi` or `1.5`, without spaces"

@@ -12,6 +12,7 @@ mod bundle;
 mod check;
 mod names;
 mod path;
+mod patterns;
 mod schema;
 mod suggest;
 

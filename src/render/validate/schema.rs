@@ -5,13 +5,15 @@
 //! type sets, equal subtrees become one node) and checked by its drift test. It holds
 //! integers and one string and nothing that needs relocating, so a process maps it instead
 //! of parsing and compiling JSON: validating costs no start-up time and no allocation.
-//! Patterns are compiled on first use, each once.
+//! Patterns are matched by hand-written scanners (`patterns.rs`); one without a scanner is
+//! compiled as a regex on first use.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 
 use super::bundle::KIND_SOURCES;
+use super::patterns;
 
 pub(super) type SchemaId = u32;
 
@@ -224,19 +226,57 @@ pub(super) fn compiled(index: usize) -> Option<CompiledKind> {
     })
 }
 
-/// Pattern `id`: its source and its regex, compiled on first use. An error means the
-/// embedded data is broken (a bug the tests catch), never bad user input.
-pub(super) fn pattern(id: u16) -> Result<(&'static str, &'static Regex), String> {
+/// How a bundled pattern is matched: by its hand-written scanner, or by a regex compiled
+/// on first use when it has none.
+#[derive(Clone, Copy)]
+pub(super) enum Matcher {
+    Scan(fn(&str) -> bool),
+    Regex(&'static Regex),
+}
+
+impl Matcher {
+    pub fn is_match(self, s: &str) -> bool {
+        match self {
+            Matcher::Scan(f) => f(s),
+            Matcher::Regex(re) => re.is_match(s),
+        }
+    }
+}
+
+/// Pattern `id`: its source and its matcher. An error means the embedded data is broken
+/// (a bug the tests catch), never bad user input.
+pub(super) fn pattern(id: u16) -> Result<(&'static str, Matcher), String> {
     static REGEXES: [OnceLock<Result<Regex, String>>; PATTERNS.len()] =
         [const { OnceLock::new() }; PATTERNS.len()];
     let (Some(source), Some(slot)) = (PATTERNS.get(id as usize), REGEXES.get(id as usize)) else {
         return Err(format!("no pattern {id}"));
     };
     let source = source.text();
+    Ok((source, matcher(source, slot)?))
+}
+
+/// The scanner for `source`, or its regex compiled once into `slot`.
+fn matcher(
+    source: &'static str,
+    slot: &'static OnceLock<Result<Regex, String>>,
+) -> Result<Matcher, String> {
+    if let Some(scan) = patterns::scanner(source) {
+        return Ok(Matcher::Scan(scan));
+    }
     match slot.get_or_init(|| Regex::new(source).map_err(|e| format!("pattern {source}: {e}"))) {
-        Ok(re) => Ok((source, re)),
+        Ok(re) => Ok(Matcher::Regex(re)),
         Err(e) => Err(e.clone()),
     }
+}
+
+/// How many patterns the bundled schemas use.
+#[cfg(test)]
+pub(super) const PATTERN_COUNT: usize = PATTERNS.len();
+
+/// The source of pattern `id`.
+#[cfg(test)]
+pub(super) fn pattern_source(id: u16) -> Option<&'static str> {
+    PATTERNS.get(id as usize).map(|r| r.text())
 }
 
 #[cfg(test)]
@@ -346,6 +386,18 @@ mod tests {
             };
             k.node(id.unwrap_or_else(|| panic!("no {seg} in {path:?}")))
         })
+    }
+
+    #[test]
+    fn a_pattern_without_a_scanner_is_compiled_once() {
+        static SLOT: OnceLock<Result<Regex, String>> = OnceLock::new();
+        let m = matcher("^a+$", &SLOT).expect("compiles");
+        assert!(matches!(m, Matcher::Regex(_)));
+        assert!(m.is_match("aa") && !m.is_match("ab"));
+        assert!(SLOT.get().is_some());
+        static BAD: OnceLock<Result<Regex, String>> = OnceLock::new();
+        let err = matcher("^(a$", &BAD).err().expect("an error");
+        assert!(err.contains("^(a$"), "{err}");
     }
 
     #[test]
