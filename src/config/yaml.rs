@@ -414,9 +414,11 @@ impl<'t> Builder<'t> {
     /// Turn the raw key/value pairs of a mapping into a [`Map`]: duplicate-key check on
     /// string keys (OmegaConf), then `<<` merge flattening the way PyYAML does it.
     fn build_map(&self, pairs: Vec<(Node, Node)>) -> Result<Map> {
-        let mut seen: HashMap<String, Option<Span>> = HashMap::new();
         let mut merged: Vec<(String, Node)> = Vec::new();
-        let mut explicit: Vec<(String, Node)> = Vec::new();
+        let mut explicit = Map::with_capacity(pairs.len());
+        // String keys a non-string key of the same text replaced (`"1": a` then `1: b`):
+        // a later `"1"` is still a duplicate of the first.
+        let mut shadowed: Vec<(String, Option<Span>)> = Vec::new();
         for (k, mut v) in pairs {
             let is_merge =
                 k.as_str() == Some("<<") && k.span.map(|s| s.text() == "<<").unwrap_or(false);
@@ -468,21 +470,36 @@ impl<'t> Builder<'t> {
                     .label(k.span, format!("this key is a {}", k.type_name())));
                 }
             };
+            let earlier = explicit.get(&key);
+            let earlier_str = earlier
+                .filter(|e| e.key_kind == KeyKind::Str)
+                .map(|e| e.key_span);
             if kind == KeyKind::Str {
-                if let Some(prev) = seen.get(&key) {
+                let first = earlier_str.or_else(|| {
+                    shadowed
+                        .iter()
+                        .find(|(s, _)| *s == key)
+                        .map(|(_, span)| *span)
+                });
+                if let Some(prev) = first {
                     return Err(Diag::new(
                         "nrl::config::duplicate_key",
                         format!("duplicate key `{key}`"),
                     )
                     .label(k.span, "repeated here")
-                    .label(*prev, "first defined here")
+                    .label(prev, "first defined here")
                     .help("YAML keys must be unique within a mapping (OmegaConf rejects duplicates); delete one of them"));
                 }
-                seen.insert(key.clone(), k.span);
+            } else if let Some(span) = earlier_str {
+                shadowed.push((key.clone(), span));
             }
             v.key_span = k.span;
             v.key_kind = kind;
-            explicit.push((key, v));
+            explicit.insert(key, v);
+        }
+        // Keys brought in by `<<` come first; the mapping's own keys override them.
+        if merged.is_empty() {
+            return Ok(explicit);
         }
         let mut map = Map::with_capacity(merged.len() + explicit.len());
         for (k, v) in merged.into_iter().chain(explicit) {
