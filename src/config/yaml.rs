@@ -6,6 +6,7 @@
 //! The event stream comes from `granit-parser` (already in the tree through kube); typing
 //! of plain scalars is done here.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use granit_parser::{Event, Parser, ScalarStyle};
@@ -159,8 +160,10 @@ enum Frame {
 struct Builder<'t> {
     src: SrcId,
     text: &'t str,
-    /// char index -> byte offset, only built for non-ASCII text.
-    char_to_byte: Option<Vec<u32>>,
+    /// char index -> byte offset, for a marker without a byte offset (the parser gives
+    /// both for text input, so this is built only if that ever changes).
+    /// `None` for ASCII text, where the two are the same.
+    char_to_byte: OnceCell<Option<Vec<u32>>>,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     root: Option<Node>,
@@ -169,17 +172,10 @@ struct Builder<'t> {
 
 impl<'t> Builder<'t> {
     fn new(src: SrcId, text: &'t str) -> Builder<'t> {
-        let char_to_byte = if text.is_ascii() {
-            None
-        } else {
-            let mut v: Vec<u32> = text.char_indices().map(|(b, _)| b as u32).collect();
-            v.push(text.len() as u32);
-            Some(v)
-        };
         Builder {
             src,
             text,
-            char_to_byte,
+            char_to_byte: OnceCell::new(),
             stack: Vec::new(),
             anchors: HashMap::new(),
             root: None,
@@ -191,7 +187,14 @@ impl<'t> Builder<'t> {
         if let Some(b) = m.byte_offset() {
             return b.min(self.text.len());
         }
-        match &self.char_to_byte {
+        let table = self.char_to_byte.get_or_init(|| {
+            (!self.text.is_ascii()).then(|| {
+                let mut v: Vec<u32> = self.text.char_indices().map(|(b, _)| b as u32).collect();
+                v.push(self.text.len() as u32);
+                v
+            })
+        });
+        match table {
             None => m.index().min(self.text.len()),
             Some(v) => v.get(m.index()).copied().unwrap_or(self.text.len() as u32) as usize,
         }

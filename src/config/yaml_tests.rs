@@ -130,3 +130,15 @@ fn block_literal_is_string_with_newline() {
     let n = load("e: |\n  set -eu\n  echo hi\n").unwrap();
     assert_eq!(n.get("e").unwrap().as_str(), Some("set -eu\necho hi\n"));
 }
+
+#[test]
+fn spans_are_byte_offsets_after_non_ascii_text() {
+    let n = load("# caf\u{e9} \u{2615}\nname: \u{fc}n\u{ef}code\nx: 1\n").unwrap();
+    assert_eq!(
+        n.get("name").unwrap().span.unwrap().text(),
+        "\u{fc}n\u{ef}code"
+    );
+    let x = n.get("x").unwrap();
+    assert_eq!(x.span.unwrap().text(), "1");
+    assert_eq!(x.key_span.unwrap().location(), "t.yaml:3:1");
+}
