@@ -17,12 +17,16 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=link/hot_text.ld");
+    println!("cargo:rerun-if-env-changed=NRL_HOT_TEXT");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("CARGO_CFG_TARGET_OS") != "linux" {
         return;
     }
     println!("cargo:rustc-link-arg-bin=nrl=-no-pie");
-    if var("CARGO_CFG_TARGET_ARCH") == "x86_64" && var("PROFILE") == "release" {
+    // `NRL_HOT_TEXT=0` builds without it, to profile for link/gen_hot_text.py (valgrind
+    // does not attribute code in a second text section to the binary).
+    let hot_text = var("NRL_HOT_TEXT") != "0";
+    if hot_text && var("CARGO_CFG_TARGET_ARCH") == "x86_64" && var("PROFILE") == "release" {
         println!(
             "cargo:rustc-link-arg-bin=nrl=-Wl,-T,{}/link/hot_text.ld",
             var("CARGO_MANIFEST_DIR")

@@ -10,13 +10,17 @@ x86_64 Linux.
 
 The script matches input sections (rustc emits one per function) by symbol name with the
 `17h<hash>E` of legacy mangling wildcarded, so it keeps working as code changes: a function
-renamed or added since the last run is simply laid out in the usual place. Regenerate
-after large changes to the check path (needs valgrind):
+renamed or added since the last run is simply laid out in the usual place. Generic
+functions instantiated all over (`Vec::from_iter`) keep their hash, which changes with the
+crate's metadata (a dependency bump; `cargo bench` builds, whose dev-dependencies unify
+other features): those entries then match nothing and RSS creeps back up by ~1 MB.
+Regenerate after such changes or large changes to the check path (needs valgrind):
 
-    cargo build --release
+    NRL_HOT_TEXT=0 cargo build --release      # valgrind misses code in a second text section
     valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file=/tmp/nrl.cg \\
         target/release/nrl check RECIPE --infra INFRA --manifests-only > /dev/null
     python3 link/gen_hot_text.py /tmp/nrl.cg target/release/nrl > link/hot_text.ld
+    cargo build --release
 
 with the qwen3 30B reference pair of tests/data/reference (README, perf notes).
 """
