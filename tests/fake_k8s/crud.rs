@@ -272,6 +272,20 @@ async fn lists_have_kind_and_resource_version_and_honour_selectors() {
         .unwrap();
     assert_eq!(raw["kind"], "ConfigMapList");
     assert_eq!(raw["apiVersion"], "v1");
+    // Items of built-in kinds carry neither, as the real server's do.
+    let item = &raw["items"][0];
+    assert!(item.get("apiVersion").is_none() && item.get("kind").is_none());
+    assert!(item["metadata"]["name"].is_string());
+    let paged: serde_json::Value = client
+        .request(
+            axum::http::Request::get("/api/v1/namespaces/default/configmaps?limit=3")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(paged["metadata"]["remainingItemCount"], 1);
+    assert!(paged["metadata"]["continue"].is_string());
     assert!(
         raw["metadata"]["resourceVersion"]
             .as_str()

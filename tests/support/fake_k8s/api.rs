@@ -99,6 +99,7 @@ impl FakeK8s {
     ) -> Value {
         self.state
             .mutate(rt_for(api_version, kind), ns, name, TEST_MANAGER, f)
+            .map(|stored| Value::clone(&stored))
             .unwrap_or_else(|e| panic!("fake edit {kind} {name}: {}", e.status))
     }
 

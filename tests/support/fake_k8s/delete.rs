@@ -310,7 +310,7 @@ impl State {
                     return DeleteOutcome::Gone(success_status(rt, &name, &uid));
                 }
             }
-            return DeleteOutcome::Pending(stored);
+            return DeleteOutcome::Pending(Value::clone(&stored));
         }
         self.remove_locked(store, rt, &key);
         DeleteOutcome::Gone(success_status(rt, &key.name, &uid))

@@ -1,6 +1,8 @@
 //! Writes by the simulated controllers and by tests: whole-object edits (status included)
 //! that still go through the store's semantics (managed fields, generation, no-op detection).
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::compare::same_spec;
@@ -10,7 +12,7 @@ use super::state::{State, WriteOpts, lock};
 
 impl State {
     /// Read-modify-write by a controller or a test: `f` edits the whole object (status
-    /// included); the change is recorded under `manager`.
+    /// included); the change is recorded under `manager`. Returns the stored object, shared.
     pub fn mutate(
         &self,
         rt: &'static ResourceType,
@@ -18,7 +20,7 @@ impl State {
         name: &str,
         manager: &str,
         f: impl FnOnce(&mut Value),
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Arc<Value>> {
         let mut store = lock(&self.store);
         let key = Self::key(rt, ns, name);
         let live = store
@@ -65,7 +67,9 @@ impl State {
             Err(e) => return Err(e),
         };
         match status {
-            Some(s) if rt.has_status() => self.mutate(rt, &ns, &name, manager, |o| o["status"] = s),
+            Some(s) if rt.has_status() => self
+                .mutate(rt, &ns, &name, manager, |o| o["status"] = s)
+                .map(|stored| Value::clone(&stored)),
             _ => Ok(created),
         }
     }

@@ -99,35 +99,72 @@ fn parse_yaml_or_json(bytes: &[u8]) -> ApiResult<Value> {
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
-fn list_body(
-    rt: &ResourceType,
-    items: Vec<Value>,
+/// A list response, serialized straight from the stored objects (copying hundreds of
+/// them into a response tree first was most of a large list's cost). Items of built-in
+/// kinds omit `apiVersion`/`kind`, as the real server's do.
+struct ListBody<'a> {
+    rt: &'a ResourceType,
+    items: &'a [Arc<Value>],
     rv: u64,
     cont: Option<String>,
     remaining: Option<usize>,
-) -> Value {
-    let items: Vec<Value> = if is_crd(rt) {
-        items
-    } else {
-        items
-            .into_iter()
-            .map(|mut i| {
-                if let Some(m) = i.as_object_mut() {
-                    m.remove("apiVersion");
-                    m.remove("kind");
+}
+
+/// One list item, without `apiVersion` and `kind` when `strip`.
+struct ListItem<'a> {
+    obj: &'a Value,
+    strip: bool,
+}
+
+impl serde::Serialize for ListItem<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.obj.as_object() {
+            Some(m) if self.strip => {
+                let kept = m.iter().filter(|(k, _)| *k != "apiVersion" && *k != "kind");
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in kept {
+                    map.serialize_entry(k, v)?;
                 }
-                i
-            })
-            .collect()
-    };
-    let mut meta = json!({"resourceVersion": rv.to_string()});
-    if let Some(c) = cont {
-        meta["continue"] = json!(c);
-        if let Some(r) = remaining {
-            meta["remainingItemCount"] = json!(r);
+                map.end()
+            }
+            _ => self.obj.serialize(s),
         }
     }
-    json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": meta, "items": items})
+}
+
+impl serde::Serialize for ListBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut meta = json!({"resourceVersion": self.rv.to_string()});
+        if let Some(c) = &self.cont {
+            meta["continue"] = json!(c);
+            if let Some(r) = self.remaining {
+                meta["remainingItemCount"] = json!(r);
+            }
+        }
+        let strip = !is_crd(self.rt);
+        let items: Vec<ListItem> = self
+            .items
+            .iter()
+            .map(|obj| ListItem { obj, strip })
+            .collect();
+        let mut map = s.serialize_map(Some(4))?;
+        map.serialize_entry("kind", &self.rt.list_kind())?;
+        map.serialize_entry("apiVersion", &self.rt.api_version())?;
+        map.serialize_entry("metadata", &meta)?;
+        map.serialize_entry("items", &items)?;
+        map.end()
+    }
+}
+
+fn list_response(body: &ListBody) -> Response {
+    let mut resp = Response::new(Body::from(serde_json::to_vec(body).unwrap_or_default()));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 fn item_key(v: &Value) -> String {
@@ -149,7 +186,7 @@ fn list(
     q: &Query,
 ) -> ApiResult<Response> {
     let sel = Selectors::parse(q.get("labelSelector"), q.get("fieldSelector"))?;
-    let (mut items, rv) = state.list(rt, ns, &sel);
+    let (mut items, rv) = state.list_shared(rt, ns, &sel);
     if let Some(token) = q.get("continue").filter(|t| !t.is_empty()) {
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(token)
@@ -162,7 +199,7 @@ fn list(
     let (cont, remaining) = match limit {
         Some(l) if items.len() > l => {
             let rest = items.split_off(l);
-            let last = items.last().map(item_key).unwrap_or_default();
+            let last = items.last().map(|i| item_key(i)).unwrap_or_default();
             (
                 Some(base64::engine::general_purpose::STANDARD.encode(last)),
                 Some(rest.len()),
@@ -170,10 +207,13 @@ fn list(
         }
         _ => (None, None),
     };
-    Ok(json_response(
-        200,
-        &list_body(rt, items, rv, cont, remaining),
-    ))
+    Ok(list_response(&ListBody {
+        rt,
+        items: &items,
+        rv,
+        cont,
+        remaining,
+    }))
 }
 
 fn delete_opts(q: &Query, body: &[u8]) -> ApiResult<DeleteOpts> {
@@ -323,9 +363,19 @@ async fn dispatch(state: Arc<State>, req: Request<Body>) -> ApiResult<Response> 
                 Method::DELETE => {
                     let sel = Selectors::parse(q.get("labelSelector"), q.get("fieldSelector"))?;
                     let opts = delete_opts(&q, &read_body(req.into_body()).await?)?;
-                    let items = state.delete_collection(rt, ns, &sel, &opts)?;
+                    let items: Vec<Arc<Value>> = state
+                        .delete_collection(rt, ns, &sel, &opts)?
+                        .into_iter()
+                        .map(Arc::new)
+                        .collect();
                     let rv = state.store.lock().map(|s| s.current_rv()).unwrap_or(0);
-                    Ok(json_response(200, &list_body(rt, items, rv, None, None)))
+                    Ok(list_response(&ListBody {
+                        rt,
+                        items: &items,
+                        rv,
+                        cont: None,
+                        remaining: None,
+                    }))
                 }
                 _ => Err(ApiError::method_not_allowed()),
             }

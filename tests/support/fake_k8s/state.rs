@@ -172,6 +172,23 @@ impl State {
         (items, store.current_rv())
     }
 
+    /// [`State::list`] without copying the objects.
+    pub fn list_shared(
+        &self,
+        rt: &'static ResourceType,
+        ns: Option<&str>,
+        sel: &Selectors,
+    ) -> (Vec<Arc<Value>>, u64) {
+        let store = lock(&self.store);
+        let ns = if rt.namespaced { ns } else { None };
+        let items = store
+            .iter_shared(rt, ns)
+            .filter(|v| sel.matches(v))
+            .cloned()
+            .collect();
+        (items, store.current_rv())
+    }
+
     /// Objects of one type owned (ownerReferences) by the object with this uid, shared with
     /// the store (read-only; controllers call this on every reconcile).
     pub fn owned(&self, rt: &'static ResourceType, uid: &str) -> Vec<Arc<Value>> {
@@ -313,7 +330,7 @@ impl State {
         if dry_run {
             return obj;
         }
-        store.put(rt, key, obj)
+        Value::clone(&store.put(rt, key, obj))
     }
 
     /// The common tail of every update: validation, defaults, generation, no-op detection.
@@ -323,11 +340,11 @@ impl State {
         store: &mut Store,
         rt: &'static ResourceType,
         key: ObjKey,
-        live: &Value,
+        live: &Arc<Value>,
         mut new: Value,
         managed: Option<Vec<ManagerEntry>>,
         opts: &WriteOpts,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Arc<Value>> {
         if !opts.is_status() {
             defaults::validate_update(rt, live, &new)?;
         }
@@ -379,7 +396,7 @@ impl State {
             return Ok(live.clone());
         }
         if opts.dry_run {
-            return Ok(new);
+            return Ok(Arc::new(new));
         }
         let finalizers_left = new
             .pointer("/metadata/finalizers")
@@ -450,7 +467,7 @@ impl State {
         let mut store = lock(&self.store);
         let key = Self::key(rt, ns, name);
         let live = store
-            .get(rt, &key)
+            .get_shared(rt, &key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(rt, name))?;
         let body_rv = rv_of(&body);
@@ -465,6 +482,7 @@ impl State {
             opts.subresource.as_deref(),
         );
         self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)
+            .map(|stored| Value::clone(&stored))
     }
 
     /// PATCH with a merge, strategic-merge or JSON patch.
@@ -480,10 +498,10 @@ impl State {
         let mut store = lock(&self.store);
         let key = Self::key(rt, ns, name);
         let live = store
-            .get(rt, &key)
+            .get_shared(rt, &key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(rt, name))?;
-        let mut patched = live.clone();
+        let mut patched = Value::clone(&live);
         match kind {
             PatchType::Merge => patch::merge_patch(&mut patched, body),
             PatchType::Strategic => patch::strategic_merge_patch(&mut patched, body),
@@ -502,6 +520,7 @@ impl State {
             opts.subresource.as_deref(),
         );
         self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)
+            .map(|stored| Value::clone(&stored))
     }
 
     /// Server-side apply. Returns the object and whether it was created.
@@ -536,7 +555,7 @@ impl State {
         let mut store = lock(&self.store);
         Self::check_namespace_exists(&store, rt, ns)?;
         let key = Self::key(rt, ns, name);
-        let live = store.get(rt, &key).cloned();
+        let live = store.get_shared(rt, &key).cloned();
         if let Some(live) = &live {
             let body_rv = rv_of(&body);
             if body_rv != 0 && body_rv != rv_of(live) {
@@ -547,7 +566,7 @@ impl State {
         }
         let api_version = rt.api_version();
         let (merged, managed) = apply::server_side_apply(
-            live.as_ref(),
+            live.as_deref(),
             &body,
             &opts.manager,
             opts.subresource.as_deref(),
@@ -567,10 +586,9 @@ impl State {
             }
             Some(live) => {
                 let new = Self::split_subresource(rt, &live, merged, opts);
-                Ok((
-                    self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)?,
-                    false,
-                ))
+                let stored =
+                    self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)?;
+                Ok((Value::clone(&stored), false))
             }
         }
     }

@@ -161,6 +161,25 @@ impl Store {
         }
     }
 
+    /// Like [`Store::iter`], the stored objects themselves (shared, not copied).
+    pub fn iter_shared<'a>(
+        &'a self,
+        rt: &ResourceType,
+        namespace: Option<&'a str>,
+    ) -> Box<dyn Iterator<Item = &'a Arc<Value>> + 'a> {
+        let Some(m) = self.objects.get(type_key(rt)) else {
+            return Box::new(std::iter::empty());
+        };
+        match namespace {
+            Some(ns) => Box::new(
+                m.range(ObjKey::new(ns, "")..)
+                    .take_while(move |(k, _)| k.namespace == ns)
+                    .map(|(_, v)| v),
+            ),
+            None => Box::new(m.values()),
+        }
+    }
+
     /// Every stored object of every type (for garbage collection).
     pub fn all(&self) -> impl Iterator<Item = (&'static str, &ObjKey, &Value)> {
         self.objects
@@ -169,7 +188,8 @@ impl Store {
     }
 
     /// Store `obj` (new or changed), stamping a fresh resourceVersion, and record the event.
-    pub fn put(&mut self, rt: &'static ResourceType, key: ObjKey, mut obj: Value) -> Value {
+    /// Returns the stored object, shared.
+    pub fn put(&mut self, rt: &'static ResourceType, key: ObjKey, mut obj: Value) -> Arc<Value> {
         let rv = self.next_rv();
         metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
         let stored = Arc::new(obj);
@@ -199,7 +219,7 @@ impl Store {
             object: stored.clone(),
             previous,
         });
-        Value::clone(&stored)
+        stored
     }
 
     /// Remove an object; the DELETED event carries a fresh resourceVersion, as the real
