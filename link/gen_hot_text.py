@@ -22,7 +22,8 @@ Regenerate after such changes or large changes to the check path (needs valgrind
     python3 link/gen_hot_text.py /tmp/nrl.cg target/release/nrl > link/hot_text.ld
     cargo build --release
 
-with the qwen3 30B reference pair of tests/data/reference (README, perf notes).
+with the qwen3 30B reference pair of tests/data/reference (as benches/check_process.rs
+runs it).
 """
 
 import bisect
