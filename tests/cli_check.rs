@@ -241,3 +241,15 @@ fn missing_recipe_file_is_bad_input() {
         .code(2)
         .stderr(predicate::str::contains("does/not/exist.yaml"));
 }
+
+/// build.rs links the binary position-dependent: a PIE spent a fifth of `nrl check`'s
+/// start applying ~57,000 relocations (DESIGN §6 start-up budget).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_binary_is_linked_without_start_up_relocations() {
+    let path = env!("CARGO_BIN_EXE_nrl");
+    let elf = std::fs::read(path).expect("read the nrl binary");
+    assert_eq!(&elf[..4], b"\x7fELF", "{path} is not ELF");
+    // e_type, little-endian: 2 is ET_EXEC (fixed address), 3 is ET_DYN (PIE).
+    assert_eq!(u16::from_le_bytes([elf[16], elf[17]]), 2, "nrl is a PIE");
+}

@@ -59,7 +59,15 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let checked = check(&req, !args.no_validate)?;
-    emit_output(&args, &checked)?;
+    let exit = emit_and_doctor(&args, &checked);
+    // The process ends right after this command: freeing the loaded trees one small
+    // allocation at a time would cost more than emitting them (DESIGN §6).
+    std::mem::forget(checked);
+    exit
+}
+
+fn emit_and_doctor(args: &CheckArgs, checked: &Checked) -> Result<Exit> {
+    emit_output(args, checked)?;
     if args.skip_doctor {
         return Ok(Exit::Ok);
     }

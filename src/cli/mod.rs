@@ -75,3 +75,38 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Repl(args) => repl::run(args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every command builds: clap's own consistency checks pass, and each of nrl's leaf
+    /// commands shows an example (`after_help`).
+    #[test]
+    fn every_command_builds_and_has_an_example() {
+        let mut cli = Cli::command();
+        cli.build();
+        cli.clone().debug_assert();
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            // clap's generated `help` subcommands are not ours to document.
+            if cmd.get_name() == "help" {
+                return;
+            }
+            let path = format!("{path} {}", cmd.get_name());
+            if cmd.has_subcommands() {
+                for sub in cmd.get_subcommands() {
+                    walk(sub, &path, missing);
+                }
+            } else if cmd.get_after_help().is_none() {
+                missing.push(path);
+            }
+        }
+        let mut missing = Vec::new();
+        for sub in cli.get_subcommands() {
+            walk(sub, "nrl", &mut missing);
+        }
+        assert!(missing.is_empty(), "no example in: {missing:?}");
+    }
+}

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::node::{Node, Value, deep_merge};
-use super::source::{SourceKind, Span, add_source};
+use super::source::{SourceKind, Span, SrcId, add_source};
 use super::yaml::parse_mapping;
 use crate::diag::{Diag, Result};
 
@@ -38,7 +38,7 @@ pub fn load_with_defaults(path: &Path, kind: SourceKind, per_file: PerFile) -> R
         kind,
         per_file,
         stack: Vec::new(),
-        cache: HashMap::new(),
+        read: HashMap::new(),
         files: Vec::new(),
     };
     let merged = w.load(&abs, None)?;
@@ -50,10 +50,20 @@ pub fn load_with_defaults(path: &Path, kind: SourceKind, per_file: PerFile) -> R
 
 /// Read and register one file without inheritance.
 pub fn read_file(path: &Path, kind: SourceKind, referenced_at: Option<Span>) -> Result<Node> {
+    let (id, name) = register_file(path, kind, referenced_at)?;
+    parse_mapping(id, &name)
+}
+
+/// Read one file into the source registry: its id and display name.
+fn register_file(
+    path: &Path,
+    kind: SourceKind,
+    referenced_at: Option<Span>,
+) -> Result<(SrcId, String)> {
     let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e, referenced_at))?;
     let name = display_path(path);
     let id = add_source(name.clone(), Some(path), text, kind);
-    parse_mapping(id, &name)
+    Ok((id, name))
 }
 
 /// A path as users like to see it: relative to the current directory when inside it.
@@ -89,7 +99,9 @@ struct Walker<'a> {
     per_file: PerFile<'a>,
     /// Files being loaded, with the span of the `defaults` entry that led to each.
     stack: Vec<(PathBuf, Option<Span>)>,
-    cache: HashMap<PathBuf, Node>,
+    /// Files already read: a file reached twice (two parents sharing a grandparent) is
+    /// parsed again from its registered text rather than kept as a second tree.
+    read: HashMap<PathBuf, (SrcId, String)>,
     files: Vec<LoadedFile>,
 }
 
@@ -108,15 +120,15 @@ impl Walker<'_> {
             .label(referenced_at, "this entry closes the cycle")
             .help("a file may not inherit from itself, directly or through its parents; remove one of the `defaults:` entries"));
         }
-        let raw = match self.cache.get(abs) {
-            Some(n) => n.clone(),
+        let (id, name) = match self.read.get(abs) {
+            Some(known) => known.clone(),
             None => {
-                let n = read_file(abs, self.kind, referenced_at)?;
-                self.cache.insert(abs.to_path_buf(), n.clone());
-                n
+                let known = register_file(abs, self.kind, referenced_at)?;
+                self.read.insert(abs.to_path_buf(), known.clone());
+                known
             }
         };
-        let mut tree = raw;
+        let mut tree = parse_mapping(id, &name)?;
         let parents = take_defaults(&mut tree)?;
         let tree = (self.per_file)(tree, abs)?;
         self.stack.push((abs.to_path_buf(), referenced_at));
@@ -263,6 +275,28 @@ mod tests {
         assert_eq!(r.merged.get("lr").unwrap().as_i64(), Some(2));
         assert_eq!(r.merged.get("x").unwrap().as_str(), Some("a"));
         assert_eq!(r.merged.get("y").unwrap().as_str(), Some("c"));
+    }
+
+    #[test]
+    fn a_shared_grandparent_is_read_once_and_merged_under_each_parent() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "base.yaml", "lr: 1\nx: base\n");
+        write(d.path(), "a.yaml", "defaults: base.yaml\nx: a\n");
+        write(d.path(), "b.yaml", "defaults: base.yaml\ny: b\n");
+        let c = write(d.path(), "c.yaml", "defaults: [a.yaml, b.yaml]\n");
+        let r = load_with_defaults(&c, SourceKind::Recipe, &identity).unwrap();
+        // b's copy of base comes after a, so base's `x` wins again (OmegaConf order).
+        assert_eq!(r.merged.get("x").unwrap().as_str(), Some("base"));
+        assert_eq!(r.merged.get("y").unwrap().as_str(), Some("b"));
+        let paths: Vec<_> = r.files.iter().map(|f| display_name(&f.path)).collect();
+        assert_eq!(
+            paths,
+            ["base.yaml", "a.yaml", "base.yaml", "b.yaml", "c.yaml"]
+        );
+        // Both visits point into the one registered text of base.yaml.
+        let src = |i: usize| r.files[i].tree.get("lr").unwrap().span.unwrap().src;
+        assert_eq!(src(0), src(2));
+        assert_eq!(r.merged.get("lr").unwrap().span.unwrap().text(), "1");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod defaults;
 pub mod env;
+pub mod implicit;
 pub mod infra_only;
 pub mod interp;
 pub mod layers;

@@ -450,20 +450,15 @@ pub struct MergeConflict {
 /// A child mapping carrying `_override_: true` replaces the base instead of merging
 /// (NeMo-RL's loader; nrl honours it at every depth).
 pub fn deep_merge(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
-    merge_at(base, over, &mut Vec::new())
+    merge_at(base, over)
 }
 
-fn merge_at(base: &mut Node, over: Node, path: &mut Vec<String>) -> Result<(), MergeConflict> {
+/// The merge itself. A conflict's path is built while unwinding, so merging (which visits
+/// every key of every layer) allocates nothing for paths.
+fn merge_at(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
     if over.is_missing() {
         return Ok(());
     }
-    let conflict = |base: &Node, over: &Node, path: &[String]| MergeConflict {
-        path: path.join("."),
-        base_type: base.type_name(),
-        base_span: base.best_span(),
-        over_type: over.type_name(),
-        over_span: over.best_span(),
-    };
     match (&mut base.value, over.value) {
         (Value::Map(bm), Value::Map(mut om)) => {
             let replace = matches!(
@@ -477,11 +472,17 @@ fn merge_at(base: &mut Node, over: Node, path: &mut Vec<String>) -> Result<(), M
                 return Ok(());
             }
             for (k, v) in om {
-                path.push(k.clone());
                 match bm.get_mut(&k) {
                     Some(existing) => {
                         let key_span = v.key_span;
-                        merge_at(existing, v, path)?;
+                        if let Err(mut c) = merge_at(existing, v) {
+                            c.path = if c.path.is_empty() {
+                                k
+                            } else {
+                                format!("{k}.{}", c.path)
+                            };
+                            return Err(c);
+                        }
                         if key_span.is_some() {
                             existing.key_span = key_span;
                         }
@@ -492,13 +493,18 @@ fn merge_at(base: &mut Node, over: Node, path: &mut Vec<String>) -> Result<(), M
                         bm.insert(k, v);
                     }
                 }
-                path.pop();
             }
             Ok(())
         }
         (Value::Map(_), ov @ Value::List(_)) | (Value::List(_), ov @ Value::Map(_)) => {
             let over = Node { value: ov, ..over };
-            Err(conflict(base, &over, path))
+            Err(MergeConflict {
+                path: String::new(),
+                base_type: base.type_name(),
+                base_span: base.best_span(),
+                over_type: over.type_name(),
+                over_span: over.best_span(),
+            })
         }
         (_, ov) => {
             let mut new = Node {

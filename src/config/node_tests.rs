@@ -64,6 +64,12 @@ fn merge_null_removes_mapping_and_map_over_list_fails() {
     let mut a = m(&[("x", m(&[]))]);
     let err = deep_merge(&mut a, m(&[("x", Node::list(vec![]))])).unwrap_err();
     assert_eq!(err.path, "x");
+    // Nested: the whole dotted path, outermost key first.
+    let mut a = m(&[("a", m(&[("b", m(&[("c", m(&[]))]))]))]);
+    let over = m(&[("a", m(&[("b", m(&[("c", Node::list(vec![]))]))]))]);
+    let err = deep_merge(&mut a, over).unwrap_err();
+    assert_eq!(err.path, "a.b.c");
+    assert_eq!((err.base_type, err.over_type), ("mapping", "list"));
 }
 
 #[test]

@@ -6,12 +6,12 @@
 //! The event stream comes from `granit-parser` (already in the tree through kube); typing
 //! of plain scalars is done here.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use granit_parser::{Event, Parser, ScalarStyle};
-use regex::Regex;
 
+use super::implicit::{is_float, is_int};
 use super::node::{KeyKind, Map, Node, Value};
 use super::source::{Span, SrcId, source};
 use crate::diag::{Diag, Result};
@@ -50,14 +50,14 @@ pub fn resolve_plain(text: &str) -> Value {
     if let Some(b) = parse_bool(text) {
         return Value::Bool(b);
     }
-    if int_re().is_match(text) {
+    if is_int(text) {
         if let Some(i) = parse_int(text) {
             return Value::Int(i);
         }
         // Out of i64 range: keep the digits rather than lose them.
         return Value::Str(text.to_string());
     }
-    if float_re().is_match(text) {
+    if is_float(text) {
         return Value::Float(parse_float(text));
     }
     Value::Str(text.to_string())
@@ -73,27 +73,6 @@ fn parse_bool(t: &str) -> Option<bool> {
         "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
         _ => None,
     }
-}
-
-fn int_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$",
-        )
-        .expect("static regex")
-    })
-}
-
-fn float_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // PyYAML's YAML 1.1 float plus OmegaConf's additions (`1e3`, exponent sign optional).
-    RE.get_or_init(|| {
-        Regex::new(
-            r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        )
-        .expect("static regex")
-    })
 }
 
 /// PyYAML `construct_yaml_int`. Computed in i128 so that `-9223372036854775808` fits.
@@ -181,8 +160,10 @@ enum Frame {
 struct Builder<'t> {
     src: SrcId,
     text: &'t str,
-    /// char index -> byte offset, only built for non-ASCII text.
-    char_to_byte: Option<Vec<u32>>,
+    /// char index -> byte offset, for a marker without a byte offset (the parser gives
+    /// both for text input, so this is built only if that ever changes).
+    /// `None` for ASCII text, where the two are the same.
+    char_to_byte: OnceCell<Option<Vec<u32>>>,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     root: Option<Node>,
@@ -191,17 +172,10 @@ struct Builder<'t> {
 
 impl<'t> Builder<'t> {
     fn new(src: SrcId, text: &'t str) -> Builder<'t> {
-        let char_to_byte = if text.is_ascii() {
-            None
-        } else {
-            let mut v: Vec<u32> = text.char_indices().map(|(b, _)| b as u32).collect();
-            v.push(text.len() as u32);
-            Some(v)
-        };
         Builder {
             src,
             text,
-            char_to_byte,
+            char_to_byte: OnceCell::new(),
             stack: Vec::new(),
             anchors: HashMap::new(),
             root: None,
@@ -213,7 +187,14 @@ impl<'t> Builder<'t> {
         if let Some(b) = m.byte_offset() {
             return b.min(self.text.len());
         }
-        match &self.char_to_byte {
+        let table = self.char_to_byte.get_or_init(|| {
+            (!self.text.is_ascii()).then(|| {
+                let mut v: Vec<u32> = self.text.char_indices().map(|(b, _)| b as u32).collect();
+                v.push(self.text.len() as u32);
+                v
+            })
+        });
+        match table {
             None => m.index().min(self.text.len()),
             Some(v) => v.get(m.index()).copied().unwrap_or(self.text.len() as u32) as usize,
         }
@@ -376,11 +357,11 @@ impl<'t> Builder<'t> {
                     None => return Err(self.bad_tagged(value, "bool", span)),
                 },
                 "int" => match parse_int(value) {
-                    Some(i) if int_re().is_match(value) => Value::Int(i),
+                    Some(i) if is_int(value) => Value::Int(i),
                     _ => return Err(self.bad_tagged(value, "int", span)),
                 },
                 "float" => {
-                    if float_re().is_match(value) || int_re().is_match(value) {
+                    if is_float(value) || is_int(value) {
                         Value::Float(parse_float(value))
                     } else {
                         return Err(self.bad_tagged(value, "float", span));
@@ -436,9 +417,11 @@ impl<'t> Builder<'t> {
     /// Turn the raw key/value pairs of a mapping into a [`Map`]: duplicate-key check on
     /// string keys (OmegaConf), then `<<` merge flattening the way PyYAML does it.
     fn build_map(&self, pairs: Vec<(Node, Node)>) -> Result<Map> {
-        let mut seen: HashMap<String, Option<Span>> = HashMap::new();
         let mut merged: Vec<(String, Node)> = Vec::new();
-        let mut explicit: Vec<(String, Node)> = Vec::new();
+        let mut explicit = Map::with_capacity(pairs.len());
+        // String keys a non-string key of the same text replaced (`"1": a` then `1: b`):
+        // a later `"1"` is still a duplicate of the first.
+        let mut shadowed: Vec<(String, Option<Span>)> = Vec::new();
         for (k, mut v) in pairs {
             let is_merge =
                 k.as_str() == Some("<<") && k.span.map(|s| s.text() == "<<").unwrap_or(false);
@@ -490,21 +473,36 @@ impl<'t> Builder<'t> {
                     .label(k.span, format!("this key is a {}", k.type_name())));
                 }
             };
+            let earlier = explicit.get(&key);
+            let earlier_str = earlier
+                .filter(|e| e.key_kind == KeyKind::Str)
+                .map(|e| e.key_span);
             if kind == KeyKind::Str {
-                if let Some(prev) = seen.get(&key) {
+                let first = earlier_str.or_else(|| {
+                    shadowed
+                        .iter()
+                        .find(|(s, _)| *s == key)
+                        .map(|(_, span)| *span)
+                });
+                if let Some(prev) = first {
                     return Err(Diag::new(
                         "nrl::config::duplicate_key",
                         format!("duplicate key `{key}`"),
                     )
                     .label(k.span, "repeated here")
-                    .label(*prev, "first defined here")
+                    .label(prev, "first defined here")
                     .help("YAML keys must be unique within a mapping (OmegaConf rejects duplicates); delete one of them"));
                 }
-                seen.insert(key.clone(), k.span);
+            } else if let Some(span) = earlier_str {
+                shadowed.push((key.clone(), span));
             }
             v.key_span = k.span;
             v.key_kind = kind;
-            explicit.push((key, v));
+            explicit.insert(key, v);
+        }
+        // Keys brought in by `<<` come first; the mapping's own keys override them.
+        if merged.is_empty() {
+            return Ok(explicit);
         }
         let mut map = Map::with_capacity(merged.len() + explicit.len());
         for (k, v) in merged.into_iter().chain(explicit) {

@@ -56,6 +56,27 @@ fn duplicate_keys_are_errors() {
 }
 
 #[test]
+fn duplicates_are_string_keys_only_and_name_the_first() {
+    let e = load("a: 1\nb: 2\na: 3\n").unwrap_err();
+    assert_eq!(e.labels[1].span.text(), "a");
+    assert_eq!(e.labels[1].span.location(), "t.yaml:1:1");
+    // Non-string keys are not checked (OmegaConf sees them only after typing): the later
+    // one wins, in the first one's place.
+    let n = load("1: a\nx: b\n1: c\n").unwrap();
+    assert_eq!(n.as_map().unwrap().keys().collect::<Vec<_>>(), ["1", "x"]);
+    assert_eq!(n.get("1").unwrap().as_str(), Some("c"));
+    // A string key and an int key of the same text are different keys to OmegaConf...
+    let n = load("\"1\": a\n1: b\n").unwrap();
+    assert_eq!(n.get("1").unwrap().as_str(), Some("b"));
+    // ...but a string key repeated around an int one is still a duplicate of the first.
+    let e = load("\"1\": a\n1: b\n'1': c\n").unwrap_err();
+    assert_eq!(e.code, "nrl::config::duplicate_key");
+    assert_eq!(e.labels[1].span.location(), "t.yaml:1:1");
+    let n = load("1: a\n\"1\": b\n").unwrap();
+    assert_eq!(n.get("1").unwrap().key_kind, KeyKind::Str);
+}
+
+#[test]
 fn anchors_aliases_and_merge_keys() {
     let n = load(
         "base: &b {x: 1, y: 2}\nchild:\n  <<: *b\n  y: 9\n  z: 3\nlist: &l [1, 2]\ncopy: *l\n",
@@ -108,4 +129,16 @@ fn empty_is_empty_mapping_and_list_top_fails() {
 fn block_literal_is_string_with_newline() {
     let n = load("e: |\n  set -eu\n  echo hi\n").unwrap();
     assert_eq!(n.get("e").unwrap().as_str(), Some("set -eu\necho hi\n"));
+}
+
+#[test]
+fn spans_are_byte_offsets_after_non_ascii_text() {
+    let n = load("# caf\u{e9} \u{2615}\nname: \u{fc}n\u{ef}code\nx: 1\n").unwrap();
+    assert_eq!(
+        n.get("name").unwrap().span.unwrap().text(),
+        "\u{fc}n\u{ef}code"
+    );
+    let x = n.get("x").unwrap();
+    assert_eq!(x.span.unwrap().text(), "1");
+    assert_eq!(x.key_span.unwrap().location(), "t.yaml:3:1");
 }

@@ -109,6 +109,10 @@ impl Allows {
     pub fn scan(&mut self, src: SrcId) {
         let file = source(src);
         let text = file.text.clone();
+        // Most files carry no directive: skip the line walk unless `nrl:` occurs at all.
+        if !text.contains("nrl:") {
+            return;
+        }
         let mut offset = 0usize;
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         for (i, line) in lines.iter().enumerate() {

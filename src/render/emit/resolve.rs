@@ -2,43 +2,9 @@
 //! `Resolver`, plus nrl's own OmegaConf-dialect loader), and the text PyYAML's
 //! `SafeRepresenter` gives floats and non-string keys.
 
-use std::sync::OnceLock;
-
-use regex::Regex;
-
+use crate::config::implicit::is_pyyaml_implicit;
 use crate::config::node::{KeyKind, Value, python_float_repr};
 use crate::config::yaml::resolve_plain;
-
-/// The regexes of PyYAML's `Resolver` (YAML 1.1 implicit types), as one pattern: a
-/// string matching it would not load back as a string if written plain.
-fn pyyaml_implicit_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        let alternatives = [
-            // bool
-            "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF",
-            // float
-            r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?",
-            r"\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?",
-            r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*",
-            r"[-+]?\.(?:inf|Inf|INF)",
-            r"\.(?:nan|NaN|NAN)",
-            // int
-            r"[-+]?0b[0-1_]+",
-            r"[-+]?0[0-7_]+",
-            r"[-+]?(?:0|[1-9][0-9_]*)",
-            r"[-+]?0x[0-9a-fA-F_]+",
-            r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+",
-            // merge, null (incl. the empty string), value, yaml
-            "<<|~|null|Null|NULL|",
-            "=|!|&|\\*",
-            // timestamp
-            "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]",
-            r"[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
-        ];
-        Regex::new(&format!("^(?:{})$", alternatives.join("|"))).expect("static regex")
-    })
-}
 
 /// Whether a string may be written plain as far as typing goes: PyYAML's resolver reads
 /// it back as a string (the serializer's `implicit[0]`), and so does nrl's own
@@ -46,7 +12,7 @@ fn pyyaml_implicit_re() -> &'static Regex {
 /// check only adds quotes where PyYAML would write a plain scalar that nrl would misread.
 pub(super) fn str_is_implicit_plain(s: &str) -> bool {
     // Every implicit type of either resolver starts with one of these characters (or is
-    // the empty string); most manifest strings are decided here without a regex.
+    // the empty string); most manifest strings are decided here without scanning further.
     match s.as_bytes().first() {
         None => return false,
         Some(b) if !b"yYnNtTfFoO-+.0123456789<~=!&*".contains(b) => return true,
@@ -56,8 +22,8 @@ pub(super) fn str_is_implicit_plain(s: &str) -> bool {
         }
         Some(_) => {}
     }
-    let re = pyyaml_implicit_re();
-    let pyyaml_typed = re.is_match(s) || s.strip_suffix('\n').is_some_and(|t| re.is_match(t));
+    let pyyaml_typed =
+        is_pyyaml_implicit(s) || s.strip_suffix('\n').is_some_and(is_pyyaml_implicit);
     if pyyaml_typed {
         return false;
     }

@@ -130,6 +130,18 @@ pub(super) fn analyze(chars: &[char]) -> Analysis {
     }
 }
 
+/// A "word" that [`analyze`] would find plain-safe without looking at it character by
+/// character: an ASCII letter or digit, then letters, digits and `_./=@+-`, or `:` not at
+/// the end. No prefix indicator, no space, no `: ` or ` #`, nothing special, so every
+/// style is allowed and nothing can fold. Most manifest strings and keys are words.
+pub(super) fn is_plain_word(text: &str) -> bool {
+    let b = text.as_bytes();
+    let inner = |c: &u8| c.is_ascii_alphanumeric() || b"_./=@+-:".contains(c);
+    b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter().all(inner)
+        && b.last() != Some(&b':')
+}
+
 fn starts_with(chars: &[char], prefix: &str) -> bool {
     chars.len() >= prefix.len() && prefix.chars().zip(chars).all(|(a, &b)| a == b)
 }
@@ -169,6 +181,21 @@ fn short_escape(c: char) -> Option<char> {
 }
 
 impl Emitter {
+    /// `write_plain` of an [`is_plain_word`] text: no space in it, so nothing to fold.
+    pub(super) fn write_plain_word(&mut self, text: &str) {
+        if self.root_context {
+            self.open_ended = true;
+        }
+        if !self.whitespace {
+            self.out.push(' ');
+            self.column += 1;
+        }
+        self.whitespace = false;
+        self.indention = false;
+        self.out.push_str(text);
+        self.column += text.len();
+    }
+
     /// Append `chars[start..end]` (ASCII in every caller) and advance the column.
     fn write_run(&mut self, chars: &[char], start: usize, end: usize) {
         self.out.extend(&chars[start..end]);

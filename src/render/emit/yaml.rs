@@ -141,6 +141,18 @@ impl Emitter {
     }
 
     fn scalar(&mut self, text: &str, implicit_plain: bool, ctx: Ctx) {
+        // The common case, without the per-character analysis: PyYAML would choose plain
+        // style for it and write it in one piece (its indentation is never used).
+        if implicit_plain && scalar::is_plain_word(text) {
+            self.root_context = ctx == Ctx::Root;
+            self.write_plain_word(text);
+            return;
+        }
+        self.analyzed_scalar(text, implicit_plain, ctx);
+    }
+
+    /// PyYAML's full path: analyze the text, choose a style, write it.
+    fn analyzed_scalar(&mut self, text: &str, implicit_plain: bool, ctx: Ctx) {
         self.increase_indent(true, false);
         let mut chars = std::mem::take(&mut self.chars);
         chars.clear();
@@ -219,5 +231,78 @@ pub(super) fn push_spaces(out: &mut String, mut n: usize) {
         let k = n.min(SPACES.len());
         out.push_str(&SPACES[..k]);
         n -= k;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{Ctx, Emitter};
+    use crate::render::emit::scalar::is_plain_word;
+
+    /// The emitter state after writing `text` as a scalar in `ctx`, fast path or not.
+    fn emit(text: &str, ctx: Ctx, after_indicator: bool, analyzed: bool) -> String {
+        let mut e = Emitter::new(64);
+        e.write_indicator("key", true, false, false);
+        if !after_indicator {
+            e.write_indicator(":", false, false, false);
+        }
+        e.whitespace = !after_indicator;
+        if analyzed {
+            e.analyzed_scalar(text, true, ctx);
+        } else {
+            e.scalar(text, true, ctx);
+        }
+        format!(
+            "{:?} col={} ws={} ind={} open={} root={} indent={:?}/{:?}",
+            e.out,
+            e.column,
+            e.whitespace,
+            e.indention,
+            e.open_ended,
+            e.root_context,
+            e.indent,
+            e.indents
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// A word written by the fast path leaves exactly what PyYAML's analysis and
+        /// plain writer leave.
+        #[test]
+        fn plain_words_skip_the_analysis_unchanged(
+            text in prop_oneof!["[a-zA-Z0-9_./=@+:-]{1,90}", "[a-zA-Z0-9_./=@+:#, '-]{1,90}"],
+            after_indicator in any::<bool>(),
+        ) {
+            for ctx in [Ctx::Root, Ctx::Sequence, Ctx::Mapping, Ctx::SimpleKey] {
+                let fast = emit(&text, ctx, after_indicator, false);
+                let full = emit(&text, ctx, after_indicator, true);
+                prop_assert_eq!(&fast, &full, "{:?} in {:?}", text, ctx);
+            }
+            if is_plain_word(&text) {
+                prop_assert!(!text.contains([' ', '#', ',', '\'']));
+            }
+        }
+    }
+
+    #[test]
+    fn words_and_non_words() {
+        for w in [
+            "a",
+            "nvcr.io/nvidia/nemo-rl:v0.4",
+            "64Gi",
+            "x_y=z@w+1",
+            "9-9",
+        ] {
+            assert!(is_plain_word(w), "{w}");
+        }
+        for n in [
+            "", "-a", ".a", "a:", "a b", "a#b", "_a", ":a", "a,b", "é", "a\n",
+        ] {
+            assert!(!is_plain_word(n), "{n:?}");
+        }
     }
 }

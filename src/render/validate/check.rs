@@ -3,7 +3,8 @@
 use base64::Engine;
 
 use super::path::{JsonPath, Seg};
-use super::schema::{CompiledKind, Extra, Family, Format, Schema, SchemaId, types};
+use super::patterns;
+use super::schema::{self, CompiledKind, Extra, Family, Format, Schema, SchemaId, types};
 use super::suggest::{did_you_mean, list_some};
 use crate::config::node::{Node, Value};
 use crate::config::source::Span;
@@ -11,11 +12,8 @@ use crate::diag::Diag;
 
 pub(super) const CODE: &str = "nrl::render::schema";
 
-/// The Kubernetes quantity pattern the CRDs use; named in messages instead of the regex.
-const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
-
 pub(super) struct Checker<'a> {
-    compiled: &'a CompiledKind,
+    compiled: CompiledKind,
     family: Family,
     /// `RayCluster alice-x`, the prefix of every message.
     object: &'a str,
@@ -24,7 +22,7 @@ pub(super) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    pub fn new(compiled: &'a CompiledKind, object: &'a str) -> Checker<'a> {
+    pub fn new(compiled: CompiledKind, object: &'a str) -> Checker<'a> {
         Checker {
             compiled,
             family: compiled.family,
@@ -82,8 +80,8 @@ impl<'a> Checker<'a> {
                 self.path.pop();
             }
         }
-        for req in s.required.iter() {
-            let present = match map.get(req.as_ref()) {
+        for req in s.required() {
+            let present = match map.get(req) {
                 None => false,
                 // A null reaches Kubernetes as "unset" (Go's zero value for built-in kinds,
                 // pruned for a custom resource unless the field is nullable).
@@ -101,7 +99,7 @@ impl<'a> Checker<'a> {
 
     fn check_list(&mut self, s: &Schema, items: &'a [Node], node: &'a Node, near: Option<Span>) {
         let n = items.len() as u64;
-        if let Some(min) = s.min_items.filter(|m| n < *m) {
+        if let Some(min) = s.limits().min_items.filter(|m| n < *m) {
             self.report(
                 node.span,
                 near,
@@ -110,7 +108,7 @@ impl<'a> Checker<'a> {
                 format!("add at least {min} item(s)"),
             );
         }
-        if let Some(max) = s.max_items.filter(|m| n > *m) {
+        if let Some(max) = s.limits().max_items.filter(|m| n > *m) {
             self.report(
                 node.span,
                 near,
@@ -129,10 +127,10 @@ impl<'a> Checker<'a> {
     }
 
     fn check_string(&mut self, s: &Schema, v: &str, node: &'a Node, near: Option<Span>) {
-        if let Some(allowed) = &s.enum_values
-            && !allowed.iter().any(|a| a.as_ref() == v)
+        if let Some(allowed) = s.enum_values()
+            && !allowed.clone().any(|a| a == v)
         {
-            let names: Vec<&str> = allowed.iter().map(|a| a.as_ref()).collect();
+            let names: Vec<&str> = allowed.collect();
             let shown = quoted_list(&names);
             let help = match did_you_mean(v, names.iter().copied()) {
                 Some(best) => format!("did you mean `{best}`? allowed values: {shown}"),
@@ -148,7 +146,7 @@ impl<'a> Checker<'a> {
             return;
         }
         let len = v.chars().count() as u64;
-        if let Some(max) = s.max_length.filter(|m| len > *m) {
+        if let Some(max) = s.limits().max_length.filter(|m| len > *m) {
             self.report(
                 node.span,
                 near,
@@ -157,7 +155,7 @@ impl<'a> Checker<'a> {
                 format!("shorten it to {max} characters or fewer"),
             );
         }
-        if let Some(min) = s.min_length.filter(|m| len < *m) {
+        if let Some(min) = s.limits().min_length.filter(|m| len < *m) {
             self.report(
                 node.span,
                 near,
@@ -167,28 +165,7 @@ impl<'a> Checker<'a> {
             );
         }
         if let Some(p) = s.pattern {
-            let pat = self.compiled.pattern(p);
-            if !pat.regex.is_match(v) {
-                let (what, help) = if pat.source.as_ref() == QUANTITY_PATTERN {
-                    (
-                        "a Kubernetes quantity".to_string(),
-                        "write a quantity such as `4`, `500m`, `64Gi` or `1.5`, without spaces"
-                            .to_string(),
-                    )
-                } else {
-                    (
-                        format!("the pattern `{}`", pat.source),
-                        format!("change the value so it matches `{}`", pat.source),
-                    )
-                };
-                self.report(
-                    node.span,
-                    near,
-                    format!("{node} is not {what}"),
-                    format!("not {what}"),
-                    help,
-                );
-            }
+            self.check_pattern(p, v, node, near);
         }
         if s.format == Format::Byte
             && base64::engine::general_purpose::STANDARD
@@ -201,6 +178,38 @@ impl<'a> Checker<'a> {
                 "is not base64".to_string(),
                 "not base64",
                 "Secret `data` values are base64-encoded; put plain text under `stringData` instead",
+            );
+        }
+    }
+
+    fn check_pattern(&mut self, id: u16, v: &str, node: &'a Node, near: Option<Span>) {
+        let (source, matcher) = match schema::pattern(id) {
+            Ok(p) => p,
+            Err(e) => {
+                self.out.push(super::bundle_bug(e));
+                return;
+            }
+        };
+        if !matcher.is_match(v) {
+            // The quantity pattern is named in messages instead of shown.
+            let (what, help) = if source == patterns::QUANTITY {
+                (
+                    "a Kubernetes quantity".to_string(),
+                    "write a quantity such as `4`, `500m`, `64Gi` or `1.5`, without spaces"
+                        .to_string(),
+                )
+            } else {
+                (
+                    format!("the pattern `{source}`"),
+                    format!("change the value so it matches `{source}`"),
+                )
+            };
+            self.report(
+                node.span,
+                near,
+                format!("{node} is not {what}"),
+                format!("not {what}"),
+                help,
             );
         }
     }
@@ -225,7 +234,7 @@ impl<'a> Checker<'a> {
             );
             return;
         }
-        if let Some(min) = s.minimum.filter(|m| f < *m) {
+        if let Some(min) = s.limits().minimum.filter(|m| f < *m) {
             self.report(
                 node.span,
                 near,
@@ -234,7 +243,7 @@ impl<'a> Checker<'a> {
                 format!("use a value of at least {min}"),
             );
         }
-        if let Some(max) = s.maximum.filter(|m| f > *m) {
+        if let Some(max) = s.limits().maximum.filter(|m| f > *m) {
             self.report(
                 node.span,
                 near,
@@ -272,7 +281,7 @@ impl<'a> Checker<'a> {
         let best = did_you_mean(key, unused).or_else(|| did_you_mean(key, s.prop_names()));
         let mut help = match best {
             Some(best) => format!("did you mean `{best}`?"),
-            None if s.props.is_empty() => "this mapping takes no fields here".to_string(),
+            None if !s.has_props() => "this mapping takes no fields here".to_string(),
             None => format!("fields allowed here: {}", list_some(s.prop_names(), 12)),
         };
         help.push_str(match self.family {

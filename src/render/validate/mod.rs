@@ -12,9 +12,14 @@ mod bundle;
 mod check;
 mod names;
 mod path;
+mod patterns;
 mod schema;
 mod suggest;
 
+#[cfg(test)]
+mod codegen;
+#[cfg(test)]
+mod compile;
 #[cfg(test)]
 mod testdata;
 #[cfg(test)]
@@ -100,22 +105,21 @@ fn schema_problems(obj: &Node) -> Vec<Diag> {
     let Some(index) = schema::find_kind(av, k) else {
         return vec![unknown_kind(av, k, api_version, kind, &object)];
     };
-    let compiled = match schema::compiled(index) {
-        Ok(c) => c,
-        Err(e) => {
-            // The embedded data is checked by the tests; this is a build defect.
-            return vec![
-                Diag::new(
-                    "nrl::render::schema_bundle",
-                    format!("bundled schemas are broken: {e}"),
-                )
-                .help("this is a bug in nrl; please report it"),
-            ];
-        }
+    let Some(compiled) = schema::compiled(index) else {
+        return vec![bundle_bug(format!("no compiled schema for {av} {k}"))];
     };
     let mut checker = check::Checker::new(compiled, &object);
     checker.check(compiled.root, obj, obj.span);
     checker.out
+}
+
+/// The embedded schema data is broken: a bug in nrl the tests catch, never bad input.
+fn bundle_bug(what: String) -> Diag {
+    Diag::new(
+        "nrl::render::schema_bundle",
+        format!("bundled schemas are broken: {what}"),
+    )
+    .help("this is a bug in nrl; please report it")
 }
 
 fn unknown_kind(

@@ -14,6 +14,9 @@
 //!   them by name; CRDs embed those structures without names, so a CRD object schema gets
 //!   them when its property set matches the named definition's (Jaccard >= 0.8).
 //!
+//! - `schemas/compiled.rs`: all of the above compiled (`compile.rs`) into the static tables
+//!   the binary embeds (`codegen.rs`), so nrl never parses JSON schemas at run time.
+//!
 //! `cargo test --lib render::validate::trim` checks that the vendored files are exactly
 //! what this produces; `NRL_UPDATE_SCHEMAS=1` writes them instead.
 
@@ -24,6 +27,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::bundle::OBJECT_META;
+use super::codegen;
+use super::compile::compile_bundle;
 use super::testdata::{reference_dir, vendored_dir};
 
 /// Kubernetes kinds nrl renders: (source file, output file).
@@ -68,6 +73,9 @@ const COPIED: &[(&str, &str)] = &[
 ];
 
 const K8S_OUT: &str = "kubernetes-v1.37";
+
+/// The compiled tables `schema.rs` includes.
+const COMPILED: &str = "compiled.rs";
 
 /// Subtrees smaller than this (bytes of compact JSON) stay inline even when repeated.
 const DEDUP_MIN_BYTES: usize = 1000;
@@ -172,6 +180,9 @@ pub fn generate(src: &Path, overlay: &Value) -> BTreeMap<String, String> {
     for (from, to) in COPIED {
         out.insert((*to).to_string(), read(&src.join(from)));
     }
+    // What the binary embeds: the schemas above, compiled into static tables.
+    let bundle = compile_bundle(&out).unwrap_or_else(|e| panic!("bundled schemas: {e}"));
+    out.insert(COMPILED.to_string(), codegen::render(&bundle));
     out
 }
 
