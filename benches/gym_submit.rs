@@ -57,6 +57,7 @@ driver:
 
 /// What one submit cost the nrl process.
 struct Usage {
+    started: Instant,
     wall: Duration,
     /// User + system CPU time of nrl itself.
     cpu: Duration,
@@ -98,6 +99,7 @@ fn submit_once(fake: &FakeK8s, cfg: &Path, home: &Path, run: &str) -> Usage {
         -1
     };
     Usage {
+        started,
         wall: started.elapsed(),
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         peak_rss_kib: usage.ru_maxrss,
@@ -152,6 +154,22 @@ fn main() {
     let watches = log.iter().filter(|r| r.watch).count();
     let applies = log.iter().filter(|r| r.is_apply()).count();
     let lists = log.iter().filter(|r| r.verb == "list" && !r.watch).count();
+    // Where the wall time went: nrl's start, the applies, and the watch to the end.
+    let since = |r: &support::fake_k8s::RequestRecord| r.at.duration_since(u.started);
+    let first = log.first().map(since).unwrap_or_default();
+    let last_apply = log
+        .iter()
+        .filter(|r| r.is_apply())
+        .map(since)
+        .max()
+        .unwrap_or_default();
+    let writes = fake
+        .state()
+        .store
+        .lock()
+        .map(|s| s.current_rv())
+        .unwrap_or_default();
+    let watch_from = log.iter().find(|r| r.watch).map(since).unwrap_or_default();
     let done = fake
         .list(
             "batch/v1",
@@ -163,8 +181,10 @@ fn main() {
         .filter(|j| j.pointer("/status/succeeded").and_then(|v| v.as_i64()) == Some(1))
         .count();
     eprintln!(
-        "{} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (nrl CPU {:.2?}), peak RSS {:.1} MiB, \
-         {job_watches} watch(es) on Jobs ({watches} in all), {applies} applies, {lists} lists, {} requests",
+        "{} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (first request at {first:.2?}, \
+         last apply at {last_apply:.2?}, watch from {watch_from:.2?}; nrl CPU {:.2?}), peak RSS {:.1} MiB, \
+         {job_watches} watch(es) on Jobs ({watches} in all), {applies} applies, {lists} lists, {} requests, \
+         {writes} writes in the fake",
         benchmarks(),
         u.exit,
         u.wall,

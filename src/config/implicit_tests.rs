@@ -182,3 +182,20 @@ proptest! {
         }
     }
 }
+
+/// `resolve_plain` skips both scanners for text that cannot start a number.
+#[test]
+fn numbers_start_with_a_digit_a_sign_or_a_dot() {
+    let oracle = Oracle::new();
+    for c in (0u8..128).map(char::from) {
+        let s = format!("{c}1");
+        let numeric = matches!(c, '0'..='9' | '+' | '-' | '.');
+        if !numeric {
+            assert!(!is_int(&s) && !is_float(&s), "{s:?}");
+            assert!(
+                !oracle.int.is_match(&s) && !oracle.float.is_match(&s),
+                "{s:?}"
+            );
+        }
+    }
+}

@@ -285,6 +285,16 @@ impl Node {
         }
     }
 
+    /// Every node of the tree, depth first, without building paths (see [`Node::walk`]).
+    pub fn visit<'a>(&'a self, f: &mut dyn FnMut(&'a Node)) {
+        f(self);
+        match &self.value {
+            Value::Map(m) => m.values().for_each(|v| v.visit(f)),
+            Value::List(l) => l.iter().for_each(|v| v.visit(f)),
+            _ => {}
+        }
+    }
+
     /// The best span to point at for this node: the value, else its key.
     pub fn best_span(&self) -> Option<Span> {
         self.span.or(self.key_span)

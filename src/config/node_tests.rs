@@ -84,3 +84,23 @@ fn override_marker_replaces_section() {
     assert_eq!(p.len(), 1);
     assert_eq!(p["a"].as_i64(), Some(5));
 }
+
+#[test]
+fn visit_sees_every_node_depth_first_like_walk() {
+    let tree = m(&[
+        (
+            "a",
+            m(&[
+                ("b", Node::int(1)),
+                ("c", Node::list(vec![Node::int(2), Node::int(3)])),
+            ]),
+        ),
+        ("d", Node::str("x")),
+    ]);
+    let mut visited = Vec::new();
+    tree.visit(&mut |n| visited.push(n.type_name()));
+    let mut walked = Vec::new();
+    tree.walk(&mut Vec::new(), &mut |_, n| walked.push(n.type_name()));
+    assert_eq!(visited, walked);
+    assert_eq!(visited.len(), 7);
+}

@@ -158,12 +158,10 @@ pub fn add_source(
     kind: SourceKind,
 ) -> SrcId {
     let text: Arc<str> = text.into();
-    let mut line_starts = vec![0u32];
-    for (i, b) in text.bytes().enumerate() {
-        if b == b'\n' {
-            line_starts.push(i as u32 + 1);
-        }
-    }
+    // `match_indices` on a char searches with memchr, not a byte at a time.
+    let line_starts: Vec<u32> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i as u32 + 1))
+        .collect();
     let file = Arc::new(SourceFile {
         name: name.into(),
         path: path.map(Path::to_path_buf),

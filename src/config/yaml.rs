@@ -50,14 +50,19 @@ pub fn resolve_plain(text: &str) -> Value {
     if let Some(b) = parse_bool(text) {
         return Value::Bool(b);
     }
-    if is_int(text) {
+    // Ints and floats start with a digit, a sign or a dot; most plain scalars are words.
+    let numeric = matches!(
+        text.as_bytes().first(),
+        Some(b'0'..=b'9' | b'+' | b'-' | b'.')
+    );
+    if numeric && is_int(text) {
         if let Some(i) = parse_int(text) {
             return Value::Int(i);
         }
         // Out of i64 range: keep the digits rather than lose them.
         return Value::Str(text.to_string());
     }
-    if is_float(text) {
+    if numeric && is_float(text) {
         return Value::Float(parse_float(text));
     }
     Value::Str(text.to_string())

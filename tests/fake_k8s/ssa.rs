@@ -360,3 +360,35 @@ async fn reapplying_a_job_is_a_no_op_and_template_changes_are_refused() {
         "{err:?}"
     );
 }
+
+/// A controller's write (status, or anything else through `mutate`) keeps the managed
+/// fields exactly as they were, timestamps included; only the resourceVersion moves.
+#[tokio::test]
+async fn controller_writes_keep_managed_fields_verbatim() {
+    let (fake, client) = setup().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.patch(
+        "cfg",
+        &PatchParams::apply("nrl"),
+        &Patch::Apply(cm(json!({"a": "1"}))),
+    )
+    .await
+    .unwrap();
+    let before = fake.get("v1", "ConfigMap", "default", "cfg").unwrap();
+    let rt = &crate::support::fake_k8s::resources::CONFIGMAPS;
+    fake.state()
+        .mutate(rt, "default", "cfg", "some-controller", |o| {
+            o["data"]["b"] = json!("2")
+        })
+        .unwrap();
+    let after = fake.get("v1", "ConfigMap", "default", "cfg").unwrap();
+    assert_eq!(after["data"], json!({"a": "1", "b": "2"}));
+    assert_eq!(
+        after["metadata"]["managedFields"],
+        before["metadata"]["managedFields"]
+    );
+    assert_ne!(
+        after["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"]
+    );
+}

@@ -1,8 +1,9 @@
 //! The fake's building blocks, checked directly.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::fake_k8s::apply::{decode_fields, encode_fields, field_set, server_side_apply};
+use crate::support::fake_k8s::compare::{same_but_volatile, same_spec};
 use crate::support::fake_k8s::meta::glob_match;
 use crate::support::fake_k8s::patch::{json_patch, merge_patch};
 use crate::support::fake_k8s::selectors::{FieldSelector, LabelSelector};
@@ -79,4 +80,142 @@ fn globs() {
     assert!(glob_match("*-head-*", "rc-head-abcde"));
     assert!(!glob_match("bench-*", "train"));
     assert!(glob_match("exact", "exact"));
+}
+
+/// The comparisons the write path used to make by cloning both objects.
+fn spec_part(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+fn comparable(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+        if let Some(Value::Array(mf)) = meta.get_mut("managedFields") {
+            for e in mf.iter_mut().filter_map(Value::as_object_mut) {
+                e.remove("time");
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn in_place_comparisons_agree_with_the_cloning_ones() {
+    let base = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "resourceVersion": "5", "labels": {"a": "1"},
+                     "managedFields": [{"manager": "nrl", "time": "t1", "fieldsV1": {"f:spec": {}}}]},
+        "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "c"}]}}},
+        "status": {"active": 1},
+    });
+    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        ("none", Box::new(|_| {})),
+        (
+            "rv",
+            Box::new(|o| o["metadata"]["resourceVersion"] = json!("6")),
+        ),
+        (
+            "time",
+            Box::new(|o| o["metadata"]["managedFields"][0]["time"] = json!("t2")),
+        ),
+        (
+            "manager",
+            Box::new(|o| o["metadata"]["managedFields"][0]["manager"] = json!("x")),
+        ),
+        (
+            "extra entry",
+            Box::new(|o| {
+                o["metadata"]["managedFields"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"time": "t"}))
+            }),
+        ),
+        (
+            "mf not a list",
+            Box::new(|o| o["metadata"]["managedFields"] = json!({"time": "t1"})),
+        ),
+        (
+            "mf entry not a map",
+            Box::new(|o| o["metadata"]["managedFields"][0] = json!("t1")),
+        ),
+        (
+            "no mf",
+            Box::new(|o| {
+                o["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("managedFields");
+            }),
+        ),
+        (
+            "no rv",
+            Box::new(|o| {
+                o["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("resourceVersion");
+            }),
+        ),
+        (
+            "label",
+            Box::new(|o| o["metadata"]["labels"]["a"] = json!("2")),
+        ),
+        ("spec", Box::new(|o| o["spec"]["parallelism"] = json!(2))),
+        ("status", Box::new(|o| o["status"]["active"] = json!(0))),
+        (
+            "no status",
+            Box::new(|o| {
+                o.as_object_mut().unwrap().remove("status");
+            }),
+        ),
+        (
+            "no metadata",
+            Box::new(|o| {
+                o.as_object_mut().unwrap().remove("metadata");
+            }),
+        ),
+        (
+            "metadata not a map",
+            Box::new(|o| o["metadata"] = json!("m")),
+        ),
+        ("new top key", Box::new(|o| o["data"] = json!({}))),
+        (
+            "key order",
+            Box::new(|o| {
+                let m = o.as_object_mut().unwrap();
+                let spec = m.remove("spec").unwrap();
+                m.insert("spec".into(), spec);
+            }),
+        ),
+        ("not an object", Box::new(|o| *o = json!([1]))),
+    ];
+    let variants: Vec<(&str, Value)> = edits
+        .iter()
+        .map(|(what, f)| {
+            let mut v = base.clone();
+            f(&mut v);
+            (*what, v)
+        })
+        .collect();
+    for (wa, a) in &variants {
+        for (wb, b) in &variants {
+            assert_eq!(
+                same_spec(a, b),
+                spec_part(a) == spec_part(b),
+                "spec: {wa} vs {wb}"
+            );
+            assert_eq!(
+                same_but_volatile(a, b),
+                comparable(a) == comparable(b),
+                "volatile: {wa} vs {wb}"
+            );
+        }
+    }
 }

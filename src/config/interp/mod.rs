@@ -59,7 +59,7 @@ const MAX_ERRORS: usize = 20;
 /// a malformed `${` is reported with its file/line before anything else).
 pub fn check_syntax(root: &Node) -> Result<()> {
     let mut errors = Vec::new();
-    root.walk(&mut Vec::new(), &mut |_, node| {
+    root.visit(&mut |node| {
         if let Value::Str(s) = &node.value
             && s.contains("${")
             && errors.len() < MAX_ERRORS

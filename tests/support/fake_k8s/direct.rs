@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::apply;
+use super::compare::same_spec;
 use super::meta::{ApiError, ApiResult, metadata_mut, name_of, namespace_of, rv_of};
 use super::resources::ResourceType;
-use super::state::{State, WriteOpts, lock, spec_part};
+use super::state::{State, WriteOpts, lock};
 
 impl State {
     /// Read-modify-write by a controller or a test: `f` edits the whole object (status
@@ -22,26 +22,25 @@ impl State {
         let mut store = lock(&self.store);
         let key = Self::key(rt, ns, name);
         let live = store
-            .get(rt, &key)
+            .get_shared(rt, &key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(rt, name))?;
-        let mut new = live.clone();
+        let mut new = Value::clone(&live);
         f(&mut new);
         let status_changed = new.get("status") != live.get("status");
-        let sub = if status_changed && spec_part(&new) == spec_part(&live) {
+        let sub = if status_changed && same_spec(&new, &live) {
             Some("status")
         } else {
             None
         };
         // Controller writes leave managedFields as they were: tracking every status write of
         // the simulations costs more than it tells (nrl only owns what it applies).
-        let managed = apply::read_managed(&live);
         let opts = WriteOpts {
             manager: manager.to_string(),
             subresource: sub.map(str::to_string),
             ..Default::default()
         };
-        self.commit_update(&mut store, rt, key, &live, new, managed, &opts)
+        self.commit_update(&mut store, rt, key, &live, new, None, &opts)
     }
 
     /// Create (or replace wholesale) an object as a controller would, status included.

@@ -76,6 +76,7 @@
 
 pub mod access;
 pub mod apply;
+pub mod compare;
 pub mod config;
 pub mod defaults;
 pub mod delete;

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::access::Denial;
 use super::apply::{self, ManagerEntry};
+use super::compare::{same_but_volatile, same_spec};
 use super::config::{ForwardRule, SimRules, Timings};
 use super::defaults;
 use super::faults::{Fault, RequestRecord};
@@ -84,30 +85,6 @@ impl WriteOpts {
     }
 }
 
-/// The parts of an object the spec comparison for `generation` ignores.
-pub(super) fn spec_part(obj: &Value) -> Value {
-    let mut v = obj.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("metadata");
-        m.remove("status");
-    }
-    v
-}
-
-/// An object with the fields every write changes removed, for no-op detection.
-fn comparable(obj: &Value) -> Value {
-    let mut v = obj.clone();
-    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("resourceVersion");
-        if let Some(Value::Array(mf)) = meta.get_mut("managedFields") {
-            for e in mf.iter_mut().filter_map(Value::as_object_mut) {
-                e.remove("time");
-            }
-        }
-    }
-    v
-}
-
 impl State {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -163,6 +140,19 @@ impl State {
             .ok_or_else(|| ApiError::not_found(rt, name))
     }
 
+    /// The stored object, shared (read-only): no copy, unlike [`State::get`].
+    pub fn get_shared(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<Arc<Value>> {
+        lock(&self.store)
+            .get_shared(rt, &Self::key(rt, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(rt, name))
+    }
+
     /// Objects matching the selectors (all namespaces when `ns` is `None`) and the list's
     /// resourceVersion.
     pub fn list(
@@ -182,8 +172,9 @@ impl State {
         (items, store.current_rv())
     }
 
-    /// Objects of one type owned (ownerReferences) by the object with this uid.
-    pub fn owned(&self, rt: &'static ResourceType, uid: &str) -> Vec<Value> {
+    /// Objects of one type owned (ownerReferences) by the object with this uid, shared with
+    /// the store (read-only; controllers call this on every reconcile).
+    pub fn owned(&self, rt: &'static ResourceType, uid: &str) -> Vec<Arc<Value>> {
         let store = lock(&self.store);
         store
             .owned_by(uid)
@@ -334,14 +325,15 @@ impl State {
         key: ObjKey,
         live: &Value,
         mut new: Value,
-        managed: Vec<ManagerEntry>,
+        managed: Option<Vec<ManagerEntry>>,
         opts: &WriteOpts,
     ) -> ApiResult<Value> {
         if !opts.is_status() {
             defaults::validate_update(rt, live, &new)?;
         }
         // System metadata is the server's, whatever the body said.
-        let live_meta = live.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        let no_meta = json!({});
+        let live_meta = live.get("metadata").unwrap_or(&no_meta);
         let meta = metadata_mut(&mut new);
         for k in [
             "uid",
@@ -363,16 +355,27 @@ impl State {
         if let Some(ns) = live_meta.get("namespace") {
             meta.insert("namespace".into(), ns.clone());
         }
-        apply::write_managed(&mut new, &managed);
+        match managed {
+            Some(entries) => apply::write_managed(&mut new, &entries),
+            // Unchanged ownership: the live entries as they are (decoding and re-encoding
+            // them gives the same JSON, at a cost every simulated status write paid).
+            None => {
+                let meta = metadata_mut(&mut new);
+                match live_meta.get("managedFields") {
+                    Some(mf) => meta.insert("managedFields".into(), mf.clone()),
+                    None => meta.remove("managedFields"),
+                };
+            }
+        }
         defaults::apply_defaults(rt, &mut new, &|| self.next_ip("10.96"));
-        if spec_part(&new) != spec_part(live) {
+        if !same_spec(&new, live) {
             let generation = live
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(1);
             metadata_mut(&mut new).insert("generation".into(), json!(generation + 1));
         }
-        if comparable(&new) == comparable(live) {
+        if same_but_volatile(&new, live) {
             return Ok(live.clone());
         }
         if opts.dry_run {
@@ -461,7 +464,7 @@ impl State {
             &opts.manager,
             opts.subresource.as_deref(),
         );
-        self.commit_update(&mut store, rt, key, &live, new, managed, opts)
+        self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)
     }
 
     /// PATCH with a merge, strategic-merge or JSON patch.
@@ -498,7 +501,7 @@ impl State {
             &opts.manager,
             opts.subresource.as_deref(),
         );
-        self.commit_update(&mut store, rt, key, &live, new, managed, opts)
+        self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)
     }
 
     /// Server-side apply. Returns the object and whether it was created.
@@ -565,7 +568,7 @@ impl State {
             Some(live) => {
                 let new = Self::split_subresource(rt, &live, merged, opts);
                 Ok((
-                    self.commit_update(&mut store, rt, key, &live, new, managed, opts)?,
+                    self.commit_update(&mut store, rt, key, &live, new, Some(managed), opts)?,
                     false,
                 ))
             }

@@ -50,10 +50,11 @@ pub struct StoredEvent {
     pub rv: u64,
     pub kind: EventType,
     pub rt: &'static ResourceType,
-    pub object: Value,
+    /// Shared with the store (an object is never copied to record its event).
+    pub object: Arc<Value>,
     /// The object before a MODIFIED change, so selector watches can turn a change that
     /// leaves (or enters) the selection into DELETED (or ADDED), as the real server does.
-    pub previous: Option<Value>,
+    pub previous: Option<Arc<Value>>,
 }
 
 impl StoredEvent {
@@ -66,7 +67,9 @@ impl StoredEvent {
 }
 
 pub struct Store {
-    objects: HashMap<&'static str, BTreeMap<ObjKey, Value>>,
+    /// Objects are immutable once stored; a write stores a new one. Shared with the event
+    /// history and with readers that only look ([`Store::get_shared`]).
+    objects: HashMap<&'static str, BTreeMap<ObjKey, Arc<Value>>>,
     rv: u64,
     history: VecDeque<Arc<StoredEvent>>,
     history_window: usize,
@@ -130,6 +133,11 @@ impl Store {
     }
 
     pub fn get(&self, rt: &ResourceType, key: &ObjKey) -> Option<&Value> {
+        self.get_shared(rt, key).map(|v| &**v)
+    }
+
+    /// The stored object itself, for readers that keep it past the lock without copying.
+    pub fn get_shared(&self, rt: &ResourceType, key: &ObjKey) -> Option<&Arc<Value>> {
         self.objects.get(type_key(rt))?.get(key)
     }
 
@@ -146,9 +154,10 @@ impl Store {
             // Keys sort by namespace first: one range, not a scan.
             Some(ns) => Box::new(
                 m.range(ObjKey::new(ns, "")..)
-                    .take_while(move |(k, _)| k.namespace == ns),
+                    .take_while(move |(k, _)| k.namespace == ns)
+                    .map(|(k, v)| (k, &**v)),
             ),
-            None => Box::new(m.iter()),
+            None => Box::new(m.iter().map(|(k, v)| (k, &**v))),
         }
     }
 
@@ -156,22 +165,23 @@ impl Store {
     pub fn all(&self) -> impl Iterator<Item = (&'static str, &ObjKey, &Value)> {
         self.objects
             .iter()
-            .flat_map(|(t, m)| m.iter().map(move |(k, v)| (*t, k, v)))
+            .flat_map(|(t, m)| m.iter().map(move |(k, v)| (*t, k, &**v)))
     }
 
     /// Store `obj` (new or changed), stamping a fresh resourceVersion, and record the event.
     pub fn put(&mut self, rt: &'static ResourceType, key: ObjKey, mut obj: Value) -> Value {
         let rv = self.next_rv();
         metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let stored = Arc::new(obj);
         let previous = self
             .objects
             .entry(type_key(rt))
             .or_default()
-            .insert(key.clone(), obj.clone());
+            .insert(key.clone(), stored.clone());
         if let Some(prev) = &previous {
             self.unindex_owners(rt, &key, prev);
         }
-        for uid in owner_uids(&obj) {
+        for uid in owner_uids(&stored) {
             self.owned
                 .entry(uid)
                 .or_default()
@@ -186,19 +196,21 @@ impl Store {
             rv,
             kind,
             rt,
-            object: obj.clone(),
+            object: stored.clone(),
             previous,
         });
-        obj
+        Value::clone(&stored)
     }
 
     /// Remove an object; the DELETED event carries a fresh resourceVersion, as the real
     /// server's does.
     pub fn remove(&mut self, rt: &'static ResourceType, key: &ObjKey) -> Option<Value> {
-        let mut obj = self.objects.get_mut(type_key(rt))?.remove(key)?;
-        self.unindex_owners(rt, key, &obj);
+        let removed = self.objects.get_mut(type_key(rt))?.remove(key)?;
+        self.unindex_owners(rt, key, &removed);
         let rv = self.next_rv();
+        let mut obj = Arc::unwrap_or_clone(removed);
         metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let obj = Arc::new(obj);
         self.record(StoredEvent {
             rv,
             kind: EventType::Deleted,
@@ -206,7 +218,7 @@ impl Store {
             object: obj.clone(),
             previous: None,
         });
-        Some(obj)
+        Some(Value::clone(&obj))
     }
 
     fn unindex_owners(&mut self, rt: &ResourceType, key: &ObjKey, obj: &Value) {
@@ -229,7 +241,7 @@ impl Store {
     }
 
     /// Look up by type plural (as `owned_by` and `all` name types).
-    pub fn get_by_plural(&self, plural: &str, key: &ObjKey) -> Option<&Value> {
+    pub fn get_by_plural(&self, plural: &str, key: &ObjKey) -> Option<&Arc<Value>> {
         self.objects.get(plural)?.get(key)
     }
 

@@ -45,8 +45,19 @@ impl WatchRequest {
 }
 
 fn line(event_type: &str, object: &Value) -> Bytes {
-    let mut s = json!({"type": event_type, "object": object}).to_string();
-    s.push('\n');
+    // Serialized in place: a `json!` wrapper would copy the object first.
+    #[derive(serde::Serialize)]
+    struct Event<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        object: &'a Value,
+    }
+    let mut s = serde_json::to_vec(&Event {
+        kind: event_type,
+        object,
+    })
+    .unwrap_or_default();
+    s.push(b'\n');
     Bytes::from(s)
 }
 
@@ -79,16 +90,16 @@ fn translate<'a>(req: &WatchRequest, ev: &'a StoredEvent) -> Option<(&'static st
     }
     let now = req.selectors.matches(&ev.object);
     match ev.kind {
-        EventType::Added | EventType::Deleted => now.then(|| (ev.kind.as_str(), &ev.object)),
+        EventType::Added | EventType::Deleted => now.then(|| (ev.kind.as_str(), &*ev.object)),
         EventType::Modified => {
             let before = ev
                 .previous
                 .as_ref()
                 .is_some_and(|p| req.selectors.matches(p));
             match (before, now) {
-                (true, true) => Some(("MODIFIED", &ev.object)),
-                (false, true) => Some(("ADDED", &ev.object)),
-                (true, false) => Some(("DELETED", &ev.object)),
+                (true, true) => Some(("MODIFIED", &*ev.object)),
+                (false, true) => Some(("ADDED", &*ev.object)),
+                (true, false) => Some(("DELETED", &*ev.object)),
                 (false, false) => None,
             }
         }

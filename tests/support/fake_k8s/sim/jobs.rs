@@ -89,7 +89,7 @@ fn container_names(pod: &Value) -> Vec<String> {
 }
 
 pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &str, name: &str) {
-    let Ok(job) = state.get(&JOBS, ns, name) else {
+    let Ok(job) = state.get_shared(&JOBS, ns, name) else {
         return;
     };
     if job.pointer("/metadata/deletionTimestamp").is_some() {
@@ -98,7 +98,7 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
     let uid = uid_of(&job).to_string();
     // The pods this Job owns (the real controller matches its selector and adopts; the
     // fake's Job pods always carry the ownerReference, so the owner index gives the same set).
-    let pods: Vec<Value> = state.owned(&PODS, &uid);
+    let pods = state.owned(&PODS, &uid);
     let script = state.rules().jobs.get(name);
     let run_time = script.run_time.unwrap_or(state.timings().job_pod_run);
 
@@ -150,11 +150,12 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
         }
     }
 
-    let pods: Vec<Value> = state.owned(&PODS, &uid);
+    let pods = state.owned(&PODS, &uid);
     let succeeded = pods.iter().filter(|p| phase(p) == "Succeeded").count() as i64;
     let failed = pods.iter().filter(|p| phase(p) == "Failed").count() as i64;
     let active: Vec<&Value> = pods
         .iter()
+        .map(|p| &**p)
         .filter(|p| {
             !matches!(phase(p), "Succeeded" | "Failed")
                 && p.pointer("/metadata/deletionTimestamp").is_none()

@@ -163,7 +163,7 @@ pub fn status_for_phase(state: &State, pod: &Value, phase: &str, exit_code: i32)
 
 /// Finish a running pod: main containers exit with `exit_code`, sidecars are stopped.
 pub fn terminate(state: &State, ns: &str, name: &str, exit_code: i32) {
-    let Ok(pod) = state.get(&PODS, ns, name) else {
+    let Ok(pod) = state.get_shared(&PODS, ns, name) else {
         return;
     };
     let phase = if exit_code == 0 {
@@ -185,7 +185,7 @@ fn unschedulable_status(message: &str) -> Value {
 }
 
 pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &str, name: &str) {
-    let Ok(pod) = state.get(&PODS, ns, name) else {
+    let Ok(pod) = state.get_shared(&PODS, ns, name) else {
         return;
     };
     if pod.pointer("/metadata/deletionTimestamp").is_some() {

@@ -222,12 +222,12 @@ pub fn update_status(
     name: &str,
     manager: &str,
     compute: impl FnOnce(&Value) -> Value,
-) -> ApiResult<Value> {
-    let live = state.get(rt, ns, name)?;
+) -> ApiResult<()> {
+    let live = state.get_shared(rt, ns, name)?;
     let old = live.get("status").cloned().unwrap_or_else(|| json!({}));
     let mut new = compute(&live);
     if without_volatile(&new) == without_volatile(&old) {
-        return Ok(live);
+        return Ok(());
     }
     let now = now_rfc3339();
     if let Some(Value::Array(conds)) = new.get_mut("conditions") {
@@ -248,7 +248,9 @@ pub fn update_status(
             }
         }
     }
-    state.mutate(rt, ns, name, manager, |o| o["status"] = new)
+    state
+        .mutate(rt, ns, name, manager, |o| o["status"] = new)
+        .map(drop)
 }
 
 /// A condition entry.
