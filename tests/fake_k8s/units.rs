@@ -114,7 +114,8 @@ fn in_place_comparisons_agree_with_the_cloning_ones() {
         "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "c"}]}}},
         "status": {"active": 1},
     });
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<(&str, Edit)> = vec![
         ("none", Box::new(|_| {})),
         (
             "rv",
