@@ -86,15 +86,10 @@ pub struct Finding {
 impl Finding {
     /// A finding with the severity registered for `code` in [`RULES`].
     pub fn new(code: &'static str, message: impl Into<String>) -> Finding {
+        let severity = rule(code).map_or(Severity::Error, |r| r.severity);
         Finding {
             code: Cow::Borrowed(code),
-            severity: rule(code).map_or(Severity::Error, |r| r.severity),
-            message: message.into(),
-            span: None,
-            label: String::new(),
-            related: Vec::new(),
-            fix: String::new(),
-            notes: Vec::new(),
+            ..Finding::custom(String::new(), severity, message)
         }
     }
 

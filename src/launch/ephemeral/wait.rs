@@ -212,6 +212,8 @@ impl<'a> Waiter<'a> {
         // A log stream that failed is retried with backoff (the status watch goes on).
         let mut retry_at: Option<tokio::time::Instant> = None;
         let mut retry_pause = FOLLOW_RETRY_FIRST;
+        // The stream broke after the job ended (the cluster is going away): do not restart it.
+        let mut log_gone = false;
         let far = tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
         loop {
             if terminal && follower.is_none() {
@@ -251,6 +253,14 @@ impl<'a> Waiter<'a> {
                                 grace = Some(tokio::time::Instant::now() + STATUS_GRACE);
                             }
                         }
+                        Ok(Err(e)) if terminal || self.state.terminal() => {
+                            // KubeRay tore the cluster down under the stream: no retry.
+                            log_gone = true;
+                            self.progress.status(&format!(
+                                "[rayjob] the driver log stream ended with the cluster: {}",
+                                e.message
+                            ));
+                        }
                         Ok(Err(e)) => {
                             self.progress.status(&format!(
                                 "[rayjob] warning: the driver log stream ended: {} (retrying in {}s; the status is still watched)",
@@ -279,6 +289,7 @@ impl<'a> Waiter<'a> {
                 }
             }
             if self.follow_log
+                && !log_gone
                 && follower.is_none()
                 && retry_at.is_none()
                 && ray.is_none()
