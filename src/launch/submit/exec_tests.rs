@@ -178,6 +178,12 @@ fn probe_and_stop_scripts_work_on_a_process_group() {
         .parse()
         .unwrap();
     assert_eq!(probe(d), ExecState::Running);
+    // Signal only once the entrypoint runs (so the launcher's trap is in place): a TERM
+    // during bash's own start-up would kill the launcher before it can record anything.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while group_size(pid) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let stop = Command::new("sh")
         .args(["-c", STOP, "sh", d, "TERM"])
         .output()
@@ -196,4 +202,19 @@ fn probe_and_stop_scripts_work_on_a_process_group() {
         .unwrap()
         .success();
     assert!(!group_alive, "the run's process group was signalled");
+}
+
+/// How many processes are in process group `pgid` (from /proc/*/stat, field 5).
+fn group_size(pgid: i32) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            // `pid (comm) state ppid pgrp …`; comm may contain spaces, so split after ')'.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<i32>().ok())
+                == Some(pgid)
+        })
+        .count()
 }
