@@ -1,24 +1,32 @@
 # `make test` is the project's one test command (README, .ci/run). It prepares what the
-# tests need — a Python venv with ray[default] for the Ray tests — then runs every test.
+# tests need — a Python venv with ray[default] (the real Ray head), omegaconf and hydra-core
+# at NeMo-RL's versions (the oracles for recipe loading and Hydra arguments) and jsonschema
+# (an independent validator) — then runs every test.
 
 VENV ?= .venv
 RAY  := $(VENV)/bin/ray
+PY   := $(VENV)/bin/python
+# NeMo-RL's lock: omegaconf 2.3.0 with hydra-core 1.3.2.
+PY_DEPS := "ray[default]" omegaconf==2.3.0 hydra-core==1.3.2 jsonschema
+STAMP := $(VENV)/.nrl-deps-1
 
-.PHONY: test lint ray-venv bench
+.PHONY: test lint venv ray-venv bench
 
-test: ray-venv
-	NRL_RAY_BIN=$(abspath $(RAY)) cargo test --all-targets --no-fail-fast
+test: venv
+	NRL_RAY_BIN=$(abspath $(RAY)) NRL_PYTHON=$(abspath $(PY)) cargo test --all-targets --no-fail-fast
 	cargo test --doc
 
 lint:
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 
-ray-venv: $(RAY)
+venv: $(STAMP)
+ray-venv: venv
 
-$(RAY):
+$(STAMP):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check "ray[default]"
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(PY_DEPS)
+	touch $(STAMP)
 
 bench:
 	cargo bench
