@@ -194,6 +194,9 @@ fn a_session_against_the_fake_api_server() {
     t.wait_for(PROMPT);
     t.line("k8s::banner()");
     t.wait_for("context `fake`, namespace `team-b`");
+    // Ctrl-D only at the prompt: typed while the result prints, the terminal is still in
+    // cooked mode and the line discipline swallows it.
+    t.wait_for(PROMPT);
     t.send(CTRL_D);
     assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
 }
