@@ -190,7 +190,7 @@ fn a_session_against_the_fake_api_server() {
     t.line(":ns team-b");
     t.wait_for("context `fake`, namespace `team-b`");
     t.line(":ctx no-such-context");
-    t.wait_for("failed to load current context");
+    t.wait_for("context `no-such-context` is not defined");
     t.wait_for(PROMPT);
     t.line("k8s::banner()");
     t.wait_for("context `fake`, namespace `team-b`");

@@ -521,3 +521,87 @@ fn job_logs_of_an_unknown_run_is_an_error() {
         "{e}"
     );
 }
+
+// ---- one cluster context (issue 14 item 1) -----------------------------------------------
+
+/// The fake's kubeconfig with its context's namespace changed.
+fn kubeconfig_with_namespace(f: &FakeK8s, path: &Path, ns: &str) {
+    let text = std::fs::read_to_string(f.kubeconfig_path()).unwrap();
+    assert!(text.contains("namespace: default"), "{text}");
+    std::fs::write(
+        path,
+        text.replace("namespace: default", &format!("namespace: {ns}")),
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_namespace_comes_from_the_kubeconfig_that_is_used() {
+    // Regression: with `--kubeconfig FILE`, a recipe without a namespace was rendered for
+    // the namespace of `KUBECONFIG`/`~/.kube/config` (here `elsewhere`) while the client
+    // used FILE.
+    let f = FakeK8s::builder()
+        .namespace("team-a")
+        .namespace("elsewhere")
+        .start();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join(".kube")).unwrap();
+    kubeconfig_with_namespace(&f, &d.path().join(".kube/config"), "elsewhere");
+    let flag_file = d.path().join("team-a.kubeconfig");
+    kubeconfig_with_namespace(&f, &flag_file, "team-a");
+    let infra = RAYJOB_INFRA.replace("  namespace: ns\n", "");
+    let r = recipe(d.path(), &infra);
+
+    let out = nrl(d.path(), None)
+        .args(["run", &r, "--dry-run", "--kubeconfig"])
+        .arg(&flag_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("namespace: team-a"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = nrl(d.path(), None)
+        .args(["run", &r, "--ttl", "0", "--kubeconfig"])
+        .arg(&flag_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let applies = f.requests(|r| r.is_apply() && !r.is_dry_run());
+    assert!(!applies.is_empty());
+    assert!(
+        applies
+            .iter()
+            .all(|r| r.namespace.as_deref() == Some("team-a")),
+        "{:?}",
+        applies.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    assert!(f.get("ray.io/v1", "RayJob", "team-a", "rc-train").is_some());
+}
+
+#[test]
+fn every_request_says_it_is_nrl() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--ttl", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let all = f.requests(|_| true);
+    assert!(!all.is_empty());
+    let want = format!("nrl/{}", env!("CARGO_PKG_VERSION"));
+    for r in &all {
+        assert_eq!(
+            r.user_agent.as_deref(),
+            Some(want.as_str()),
+            "{} {}",
+            r.method,
+            r.path
+        );
+    }
+}

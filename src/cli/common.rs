@@ -9,8 +9,9 @@ use clap::Args;
 use comfy_table::{ContentArrangement, Table, presets};
 
 use crate::config::layers::{LoadedConfig, load};
+use crate::config::namespace::InferredNamespace;
 use crate::diag::{Diag, Exit, Result};
-use crate::k8s::{ConnectOptions, K8s};
+use crate::k8s::{ClusterContext, ConnectOptions, K8s};
 
 /// `RECIPE [--infra FILE] [OVERRIDES…]`
 #[derive(Debug, Clone, Args)]
@@ -35,6 +36,11 @@ impl RecipeArgs {
         );
         req.infra = self.infra.clone();
         req.overrides = self.overrides.clone();
+        // No cluster flags here (`nrl check`): the context the environment selects.
+        req.namespace_fallback = crate::k8s::context::inferred_namespace(
+            &ConnectOptions::default(),
+            &crate::config::env::ProcessEnv,
+        );
         req
     }
 }
@@ -56,18 +62,51 @@ pub struct KubeArgs {
     /// Deadline of each Kubernetes API call, retries included (e.g. 30s, 2m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::job::parse_duration)]
     pub request_timeout: std::time::Duration,
+    /// The cluster context, resolved once per command: the namespace a recipe is rendered
+    /// for and the client that applies it come from the same resolution.
+    #[arg(skip)]
+    resolved: std::sync::OnceLock<Result<ClusterContext>>,
 }
 
 impl KubeArgs {
-    /// Connect, acting in `namespace` (default: `-n`, else the context's).
-    pub async fn connect(&self, namespace: Option<&str>) -> Result<K8s> {
-        K8s::connect(&ConnectOptions {
+    /// What the flags select.
+    pub fn connect_options(&self) -> ConnectOptions {
+        ConnectOptions {
             context: self.context.clone(),
-            namespace: namespace.map(str::to_string).or(self.namespace.clone()),
+            namespace: self.namespace.clone(),
             kubeconfig: self.kubeconfig.clone(),
             request_timeout: Some(self.request_timeout),
-        })
-        .await
+        }
+    }
+
+    /// The cluster context the flags and the environment select (resolved on first use).
+    pub fn cluster_context(&self) -> Result<&ClusterContext> {
+        self.resolved
+            .get_or_init(|| {
+                crate::k8s::context::resolve(
+                    &self.connect_options(),
+                    &crate::config::env::ProcessEnv,
+                )
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The namespace a recipe without one is rendered for (`default` when no context
+    /// resolves; connecting reports why).
+    pub fn inferred_namespace(&self) -> InferredNamespace {
+        self.cluster_context()
+            .map(|c| c.inferred.clone())
+            .unwrap_or_default()
+    }
+
+    /// Connect, acting in `namespace` (default: `-n`, else the context's).
+    pub async fn connect(&self, namespace: Option<&str>) -> Result<K8s> {
+        let mut ctx = self.cluster_context()?.clone();
+        if let Some(ns) = namespace {
+            ctx.namespace = ns.to_string();
+        }
+        K8s::connect_to(&ctx, Some(self.request_timeout)).await
     }
 
     /// Load a recipe + infra pair for a cluster command: `-n` becomes an
@@ -78,7 +117,7 @@ impl KubeArgs {
         if let Some(ns) = &self.namespace {
             req.overrides.push(format!("infra.namespace='{ns}'"));
         }
-        req.context = self.context.clone();
+        req.namespace_fallback = self.inferred_namespace();
         load(&req)
     }
 }

@@ -181,7 +181,13 @@ fn resolve(t: &DevTargetArgs, image: Option<&str>) -> Result<DevPod> {
         .flag("--namespace", "namespace", t.namespace.as_deref())
         .flag("--image", "dev.image", image);
     req.infra = t.infra.clone();
-    req.context = t.context.clone();
+    req.namespace_fallback = crate::k8s::context::inferred_namespace(
+        &crate::k8s::ConnectOptions {
+            context: t.context.clone(),
+            ..Default::default()
+        },
+        &ProcessEnv,
+    );
     dev::resolve(&req)
 }
 

@@ -96,7 +96,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         overrides: args.overrides.clone(),
     }
     .load_request();
-    req.context = args.kube.context.clone();
+    req.namespace_fallback = args.kube.inferred_namespace();
     if let Some(ns) = &args.kube.namespace {
         req.overrides.push(format!("infra.namespace='{ns}'"));
     }

@@ -19,9 +19,9 @@ pub trait Env: Send + Sync {
         None
     }
 
-    /// Path of the in-cluster service-account namespace file.
-    fn service_account_namespace_file(&self) -> PathBuf {
-        PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    /// The in-cluster service-account directory (`token`, `namespace`, `ca.crt`).
+    fn service_account_dir(&self) -> PathBuf {
+        PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount")
     }
 }
 
@@ -71,7 +71,8 @@ fn passwd_name(passwd: &str, uid: u32) -> Option<String> {
 #[derive(Debug, Default, Clone)]
 pub struct MapEnv {
     pub vars: HashMap<String, String>,
-    pub sa_namespace_file: Option<PathBuf>,
+    /// Stands for the service-account directory; unset: a directory that does not exist.
+    pub sa_dir: Option<PathBuf>,
 }
 
 impl MapEnv {
@@ -81,7 +82,7 @@ impl MapEnv {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            sa_namespace_file: None,
+            sa_dir: None,
         }
     }
 
@@ -96,10 +97,10 @@ impl Env for MapEnv {
         self.vars.get(name).cloned()
     }
 
-    fn service_account_namespace_file(&self) -> PathBuf {
-        self.sa_namespace_file
+    fn service_account_dir(&self) -> PathBuf {
+        self.sa_dir
             .clone()
-            .unwrap_or_else(|| PathBuf::from("/nonexistent/nrl-test/namespace"))
+            .unwrap_or_else(|| PathBuf::from("/nonexistent/nrl-test/serviceaccount"))
     }
 }
 

@@ -15,7 +15,7 @@ use super::defaults::load_with_defaults;
 use super::env::Env;
 use super::interp;
 use super::layers::{fill_namespace, merge_infra_layers, pick_infra};
-use super::namespace::NamespaceOrigin;
+use super::namespace::{InferredNamespace, NamespaceOrigin};
 use super::node::{Node, Value};
 use super::overrides::{self, Op, Override, Side};
 use super::schema::{self, InfraConfig};
@@ -36,8 +36,10 @@ pub struct InfraRequest {
     /// Values of command-line flags, applied last.
     pub flags: Vec<FlagValue>,
     pub env: Arc<dyn Env>,
-    /// Kube context used when the namespace has to be inferred.
-    pub context: Option<String>,
+    /// What a missing or falsy `namespace` becomes: resolved with the cluster context
+    /// (`k8s::context::inferred_namespace`) by the caller, which connects with the same
+    /// resolution. Defaults to `default`.
+    pub namespace_fallback: InferredNamespace,
 }
 
 impl InfraRequest {
@@ -47,7 +49,7 @@ impl InfraRequest {
             overrides: Vec::new(),
             flags: Vec::new(),
             env,
-            context: None,
+            namespace_fallback: InferredNamespace::default(),
         }
     }
 
@@ -124,7 +126,7 @@ pub fn load_infra_only(req: &InfraRequest) -> Result<LoadedInfra> {
     };
     let merged = merge_infra_layers(layer, &infra_ovs, env)?.merged;
     let mut resolved = interp::resolve(&merged, env)?;
-    let namespace_inferred = fill_namespace(&mut resolved, env, req.context.as_deref());
+    let namespace_inferred = fill_namespace(&mut resolved, &req.namespace_fallback);
     let image_configured = fill_image(&mut resolved);
     let infra = schema::validate(&resolved)?;
     Ok(LoadedInfra {

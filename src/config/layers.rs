@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::defaults::{Inherited, LoadedFile, load_with_defaults, merge_or_diag};
 use super::env::Env;
 use super::interp;
-use super::namespace::{NamespaceOrigin, infer_namespace};
+use super::namespace::{InferredNamespace, NamespaceOrigin};
 use super::node::{Node, Value};
 use super::overrides::{self, Override, Side};
 use super::schema::{self, InfraConfig};
@@ -37,8 +37,10 @@ pub struct LoadRequest {
     pub infra: Option<PathBuf>,
     pub overrides: Vec<String>,
     pub env: Arc<dyn Env>,
-    /// Kube context used when the namespace has to be inferred.
-    pub context: Option<String>,
+    /// What a missing or falsy `namespace` becomes: resolved with the cluster context
+    /// (`k8s::context::inferred_namespace`) by the caller, which connects with the same
+    /// resolution. Defaults to `default`.
+    pub namespace_fallback: InferredNamespace,
 }
 
 impl LoadRequest {
@@ -48,7 +50,7 @@ impl LoadRequest {
             infra: None,
             overrides: Vec::new(),
             env,
-            context: None,
+            namespace_fallback: InferredNamespace::default(),
         }
     }
 }
@@ -170,7 +172,7 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
     } = merge_infra_layers(infra_layer, &infra_ovs, env)?;
 
     let mut resolved = interp::resolve(&infra, env)?;
-    let namespace_inferred = fill_namespace(&mut resolved, env, req.context.as_deref());
+    let namespace_inferred = fill_namespace(&mut resolved, &req.namespace_fallback);
     let validated = schema::validate(&resolved)?;
 
     Ok(LoadedConfig {
@@ -313,11 +315,10 @@ pub fn user_defaults_paths(env: &dyn Env) -> Vec<PathBuf> {
     .collect()
 }
 
-/// Fill a missing or falsy `namespace` (absent, null, "", 0, false) by inference.
+/// Fill a missing or falsy `namespace` (absent, null, "", 0, false) with the inferred one.
 pub(crate) fn fill_namespace(
     resolved: &mut Node,
-    env: &dyn Env,
-    context: Option<&str>,
+    fallback: &InferredNamespace,
 ) -> Option<NamespaceOrigin> {
     let map = resolved.as_map_mut()?;
     let falsy = match map.get("namespace").map(|n| &n.value) {
@@ -330,7 +331,9 @@ pub(crate) fn fill_namespace(
     if !falsy {
         return None;
     }
-    let (ns, origin) = infer_namespace(env, context);
-    map.insert("namespace".to_string(), Node::str(ns));
-    Some(origin)
+    map.insert(
+        "namespace".to_string(),
+        Node::str(fallback.namespace.clone()),
+    );
+    Some(fallback.origin.clone())
 }

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
+
+use super::context::{ClusterContext, ContextSource};
+use crate::config::env::Env;
 
 use crate::diag::{Diag, Result};
 
@@ -20,6 +23,9 @@ pub struct ConnectOptions {
     /// Waits and streams have their own deadlines.
     pub request_timeout: Option<Duration>,
 }
+
+/// `nrl/<version>`, sent with every request.
+pub const USER_AGENT: &str = concat!("nrl/", env!("CARGO_PKG_VERSION"));
 
 /// Deadline of one API call when none is configured.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,68 +57,52 @@ impl std::fmt::Debug for K8s {
 }
 
 impl K8s {
-    /// Build a client. Fails fast with a diagnostic naming what was tried.
+    /// Resolve the cluster context (see [`super::context`]) and build a client. Fails fast
+    /// with a diagnostic naming what was tried.
     pub async fn connect(opts: &ConnectOptions) -> Result<K8s> {
-        let kopts = KubeConfigOptions {
-            context: opts.context.clone(),
-            cluster: None,
-            user: None,
-        };
-        let source = choose_source(
-            opts,
-            std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty()),
-            std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
-        );
-        let in_cluster_config = match source {
-            Source::InCluster => match kube::Config::incluster() {
-                Ok(cfg) => Some(cfg),
-                // Not really usable (no token file, say): try the kubeconfig instead.
-                Err(e) => {
-                    tracing::debug!(error = %e, "in-cluster configuration unusable");
-                    None
-                }
-            },
-            _ => None,
-        };
-        let (mut config, context) = match in_cluster_config {
-            Some(cfg) => (cfg, "in-cluster".to_string()),
-            None => {
-                let kc = match &opts.kubeconfig {
-                    Some(path) => Kubeconfig::read_from(path).map_err(|e| {
-                        Diag::api(
-                            "nrl::k8s::kubeconfig",
-                            format!("cannot read kubeconfig {}: {e}", path.display()),
-                        )
-                    })?,
-                    // `KUBECONFIG` (several files are merged) or `~/.kube/config`.
-                    None => Kubeconfig::read().map_err(|e| {
-                        Diag::api(
-                            "nrl::k8s::config",
-                            format!("no Kubernetes configuration found: {e}"),
-                        )
-                        .help("set KUBECONFIG, pass --kubeconfig FILE, or run inside a pod with a service account")
-                    })?,
+        K8s::connect_in(opts, &crate::config::env::ProcessEnv).await
+    }
+
+    /// [`K8s::connect`] with the environment the caller also infers namespaces from.
+    pub async fn connect_in(opts: &ConnectOptions, env: &dyn Env) -> Result<K8s> {
+        let ctx = super::context::resolve(opts, env)?;
+        K8s::connect_to(&ctx, opts.request_timeout).await
+    }
+
+    /// Build a client for an already resolved context, acting in its namespace.
+    pub async fn connect_to(
+        ctx: &ClusterContext,
+        request_timeout: Option<Duration>,
+    ) -> Result<K8s> {
+        let mut config = match &ctx.source {
+            ContextSource::InCluster => kube::Config::incluster().map_err(|e| {
+                Diag::api(
+                    "nrl::k8s::config",
+                    format!("cannot use the pod's service account: {e}"),
+                )
+                .help("pass --kubeconfig FILE to use a kubeconfig instead")
+            })?,
+            ContextSource::Kubeconfig { config, .. } => {
+                let kopts = KubeConfigOptions {
+                    context: Some(ctx.context.clone()),
+                    cluster: None,
+                    user: None,
                 };
-                let ctx = opts
-                    .context
-                    .clone()
-                    .or(kc.current_context.clone())
-                    .unwrap_or_default();
-                let cfg = kube::Config::from_custom_kubeconfig(kc, &kopts)
+                kube::Config::from_custom_kubeconfig((**config).clone(), &kopts)
                     .await
-                    .map_err(kubeconfig_error)?;
-                (cfg, ctx)
+                    .map_err(kubeconfig_error)?
             }
         };
         // Our own retry wrapper decides what is safe to retry (idempotent calls only).
         config.default_retry = false;
         config.connect_timeout = Some(Duration::from_secs(10));
-        if let Some(ns) = &opts.namespace {
-            config.default_namespace = ns.clone();
-        }
-        let namespace = config.default_namespace.clone();
+        config.default_namespace = ctx.namespace.clone();
+        // Audit logs and `managedFields` tooling name the client by its User-Agent.
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(USER_AGENT),
+        ));
         let server = config.cluster_url.to_string();
-        let in_cluster = context == "in-cluster";
         let client = kube::Client::try_from(config).map_err(|e| {
             Diag::api(
                 "nrl::k8s::config",
@@ -121,11 +111,11 @@ impl K8s {
         })?;
         Ok(K8s {
             client,
-            namespace,
-            context,
+            namespace: ctx.namespace.clone(),
+            context: ctx.context.clone(),
             server,
-            request_timeout: opts.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
-            in_cluster,
+            request_timeout: request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            in_cluster: ctx.in_cluster(),
         })
     }
 
@@ -143,61 +133,8 @@ impl K8s {
     }
 }
 
-/// Where the configuration comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Kubeconfig,
-    InCluster,
-}
-
-/// An explicit kubeconfig (`--kubeconfig`, `--context`, `KUBECONFIG`) wins; otherwise
-/// inside a pod the service account is used (as the reference does), falling back to
-/// `~/.kube/config` when it is not usable.
-fn choose_source(opts: &ConnectOptions, kubeconfig_env: bool, in_pod: bool) -> Source {
-    let explicit = opts.kubeconfig.is_some() || opts.context.is_some() || kubeconfig_env;
-    if in_pod && !explicit {
-        Source::InCluster
-    } else {
-        Source::Kubeconfig
-    }
-}
-
 fn kubeconfig_error(e: kube::config::KubeconfigError) -> Diag {
     Diag::api("nrl::k8s::kubeconfig", format!("kubeconfig problem: {e}")).help(
         "check `--context` names a context in your kubeconfig (`kubectl config get-contexts`)",
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uses_incluster_when_available() {
-        // ref-orchestration §10.5 #1: in a pod, with nothing explicit, the service account.
-        assert_eq!(
-            choose_source(&ConnectOptions::default(), false, true),
-            Source::InCluster
-        );
-    }
-
-    #[test]
-    fn falls_back_to_kubeconfig() {
-        // ref-orchestration §10.5 #2: outside a pod (and, at connect time, when the
-        // in-cluster configuration is unusable) the kubeconfig is read.
-        assert_eq!(
-            choose_source(&ConnectOptions::default(), false, false),
-            Source::Kubeconfig
-        );
-        // Explicit choices win over the service account.
-        let ctx = ConnectOptions {
-            context: Some("prod".into()),
-            ..ConnectOptions::default()
-        };
-        assert_eq!(choose_source(&ctx, false, true), Source::Kubeconfig);
-        assert_eq!(
-            choose_source(&ConnectOptions::default(), true, true),
-            Source::Kubeconfig
-        );
-    }
 }

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod client;
+pub mod context;
 pub mod discovery;
 pub mod errors;
 pub mod exec;
@@ -18,6 +19,7 @@ pub mod watch;
 
 pub use access::{Access, Permission, Subject};
 pub use client::{ConnectOptions, K8s};
+pub use context::ClusterContext;
 pub use exec::{AttachedIo, ExecOutput};
 pub use logs::LogOptions;
 pub use objects::{ApplyOptions, Drift, ObjectRef, Propagation};

@@ -342,7 +342,7 @@ impl Host {
             if let Some(k) = slot.as_ref() {
                 return Ok(k.clone());
             }
-            let k = K8s::connect(&opts).await?;
+            let k = K8s::connect_in(&opts, self.opts.env.as_ref()).await?;
             *slot = Some(k.clone());
             Ok(k)
         })

@@ -259,8 +259,10 @@ fn load_recipe(ctx: &NativeCallContext, path: &str, options: &Map) -> RhaiResult
     if let Some(ovs) = options.get("overrides").filter(|v| !v.is_unit()) {
         req.overrides = string_list(ovs, "`overrides`").map_err(fail)?;
     }
+    let mut connect = h.connect_options();
     if let Some(c) = options.get("context").filter(|v| !v.is_unit()) {
-        req.context = Some(c.to_string());
+        connect.context = Some(c.to_string());
     }
+    req.namespace_fallback = crate::k8s::context::inferred_namespace(&connect, h.opts.env.as_ref());
     Config::load(req).map_err(fail)
 }

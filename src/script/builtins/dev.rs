@@ -139,13 +139,13 @@ fn allowed(extra: &[&'static str]) -> Vec<&'static str> {
 /// The dev pod from the infra layers; the namespace defaults to `k8s::use_namespace`'s.
 fn resolve(h: &Host, o: &Options) -> RhaiResult<DevPod> {
     let connect = h.connect_options();
-    let namespace = o.str("namespace").or(connect.namespace);
+    let namespace = o.str("namespace").or(connect.namespace.clone());
     let image = o.str("image");
     let mut req = InfraRequest::new(h.opts.env.clone())
         .flag("namespace option", "namespace", namespace.as_deref())
         .flag("image option", "dev.image", image.as_deref());
     req.infra = o.str("infra").map(|p| h.path(&p));
-    req.context = connect.context;
+    req.namespace_fallback = crate::k8s::context::inferred_namespace(&connect, h.opts.env.as_ref());
     dev::resolve(&req).map_err(fail)
 }
 

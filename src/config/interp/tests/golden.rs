@@ -56,7 +56,7 @@ fn matches_the_omegaconf_2_3_corpus() {
             .iter()
             .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
             .collect(),
-        sa_namespace_file: None,
+        sa_dir: None,
     };
     let mut failures = Vec::new();
     let mut checked = 0;
