@@ -605,3 +605,32 @@ fn every_request_says_it_is_nrl() {
         );
     }
 }
+
+#[test]
+fn the_summary_names_only_the_records_that_were_written() {
+    // Regression (issue 14 item 8): the summary said "cluster copy: ConfigMap …" after
+    // the ConfigMap write had been refused.
+    let f = fake();
+    f.deny("patch", "configmaps", "ns");
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--no-wait"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: the run record could not be kept on the cluster"),
+        "{err}"
+    );
+    let record = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("record:"))
+        .unwrap_or_else(|| panic!("no record line in:\n{err}"));
+    assert!(
+        record.ends_with("(no cluster copy: it could not be written, see the warning above)"),
+        "{record}"
+    );
+    assert!(!err.contains("cluster copy: ConfigMap"), "{err}");
+}

@@ -132,6 +132,14 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                     format!("conflict while trying to {} {target}: {msg}", a.verb),
                 )
                 .help("another field manager owns these fields; re-run with --force to take them over"),
+                422 if is_immutable_field(&msg) => Diag::api(
+                    "nrl::k8s::immutable",
+                    format!("the API server refused to change {target}: {msg}"),
+                )
+                .help(
+                    "the field cannot change on an existing object (no offline check can tell): \
+                     delete and re-create it (`nrl run --replace`, `--raycluster --recreate`)",
+                ),
                 422 | 400 => Diag::api(
                     "nrl::k8s::invalid",
                     format!("the API server rejected {target}: {msg}"),
@@ -166,9 +174,46 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
     }
 }
 
+/// The API server's wording for a change to a field that is fixed once the object
+/// exists: `field is immutable` (apimachinery `validation.ValidateImmutableField`) and,
+/// for pods, `pod updates may not change fields other than …` (`ValidatePodUpdate`).
+fn is_immutable_field(message: &str) -> bool {
+    message.contains("field is immutable") || message.contains("may not change fields")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, "Invalid")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn immutable_fields_are_not_sent_to_nrl_check() {
+        let a = Action::new("patch", "deployments", "team").named("web");
+        let d = to_diag(
+            api_error(
+                422,
+                "Deployment.apps \"web\" is invalid: spec.selector: Invalid value: {}: field is immutable",
+            ),
+            &a,
+        );
+        assert_eq!(d.code, "nrl::k8s::immutable");
+        assert!(
+            d.help.as_deref().unwrap_or("").contains("re-create"),
+            "{:?}",
+            d.help
+        );
+        assert!(!d.help.as_deref().unwrap_or("").contains("nrl check"));
+        // Other invalid objects still point at the offline check.
+        let d = to_diag(api_error(422, "spec.replicas: Invalid value: -1"), &a);
+        assert_eq!(d.code, "nrl::k8s::invalid");
+    }
 
     #[test]
     fn durations_read_naturally() {

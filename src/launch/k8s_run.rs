@@ -16,21 +16,49 @@ use crate::config::layers::LoadedConfig;
 use crate::diag::{Exit, Result};
 use crate::k8s::K8s;
 
-/// The commands that follow, stop and inspect run `id` (printed after a submit).
-pub fn followups(id: &str, ctx: &RunContext, k8s: &K8s, ns: &str, what: &str) -> Vec<String> {
+/// The commands that follow, stop and inspect run `id` (printed after a submit); the
+/// record line names only the copies `saved` says were written.
+pub fn followups(
+    id: &str,
+    ctx: &RunContext,
+    k8s: &K8s,
+    ns: &str,
+    what: &str,
+    saved: Saved,
+) -> Vec<String> {
+    let configmap = super::cluster_record::configmap_name(id);
+    let local = ctx.record_path();
+    let record = match (saved.local, saved.cluster) {
+        (true, true) => format!(
+            "record:  {} (cluster copy: ConfigMap {configmap}; from another machine add --context {} -n {ns})",
+            local.display(),
+            k8s.context
+        ),
+        (true, false) => format!(
+            "record:  {} (no cluster copy: it could not be written, see the warning above)",
+            local.display()
+        ),
+        (false, true) => format!(
+            "record:  ConfigMap {configmap} only (the local copy could not be written; add --context {} -n {ns})",
+            k8s.context
+        ),
+        (false, false) => "record:  none could be written (see the warnings above)".to_string(),
+    };
     vec![
         format!("run id:  {id}"),
         format!("on:      {what} (context {}, namespace {ns})", k8s.context),
         format!("follow:  nrl job logs {id} -f"),
         format!("stop:    nrl job stop {id}"),
         format!("verify:  nrl verify {id}"),
-        format!(
-            "record:  {} (cluster copy: ConfigMap {}; from another machine add --context {} -n {ns})",
-            ctx.record_path().display(),
-            super::cluster_record::configmap_name(id),
-            k8s.context
-        ),
+        record,
     ]
+}
+
+/// Which copies of a run record [`save_everywhere`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Saved {
+    pub local: bool,
+    pub cluster: bool,
 }
 
 /// Record fields every Kubernetes run has.
@@ -54,9 +82,14 @@ pub async fn save_everywhere(
     record: &RunRecord,
     owners: &[Json],
     progress: &mut dyn Output,
-) {
+) -> Saved {
+    let mut saved = Saved {
+        local: true,
+        cluster: true,
+    };
     if let Err(e) = super::run::save_record(&ctx.store, record).await {
         progress.status(&format!("warning: {}", e.message));
+        saved.local = false;
     }
     let ns = record
         .namespace
@@ -67,7 +100,9 @@ pub async fn save_everywhere(
             "warning: the run record could not be kept on the cluster: {}",
             e.message
         ));
+        saved.cluster = false;
     }
+    saved
 }
 
 /// The record status for an outcome.
@@ -135,13 +170,14 @@ pub async fn rayjob_run(
         }
     };
     let owners: Vec<Json> = owner_ref(&live).into_iter().collect();
-    save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    let saved = save_everywhere(k8s, ctx, &record, &owners, progress).await;
     for line in followups(
         &plan.run_id,
         ctx,
         k8s,
         &plan.namespace,
         &format!("RayJob {}", plan.name),
+        saved,
     ) {
         progress.status(&line);
     }

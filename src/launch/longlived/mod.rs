@@ -254,13 +254,14 @@ pub async fn run(
         Some(rc) => owner_ref(&rc).into_iter().collect(),
         None => Vec::new(),
     };
-    save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    let saved = save_everywhere(k8s, ctx, &record, &owners, progress).await;
     for line in followups(
         &ctx.run_id,
         ctx,
         k8s,
         &ns,
         &format!("RayCluster {train_name}"),
+        saved,
     ) {
         progress.status(&line);
     }
