@@ -205,7 +205,7 @@ impl From<std::io::Error> for Diag {
 struct DiagView<'a> {
     diag: &'a Diag,
     message: String,
-    source: Option<Snippets>,
+    source: Option<SourceView>,
     labels: Vec<LabeledSpan>,
     related: Vec<DiagView<'a>>,
     help: Option<String>,
@@ -218,34 +218,60 @@ impl<'a> DiagView<'a> {
         let mut views = Vec::new();
         let mut labels = Vec::new();
         let mut source = None;
+        let mut notes = Vec::new();
         let primary_src = diag.labels.first().map(|l| l.span.src);
-        let mut foreign: Vec<&Label> = Vec::new();
-        for l in &diag.labels {
-            if Some(l.span.src) == primary_src {
-                labels.push(LabeledSpan::new_with_span(
-                    Some(l.text.clone()),
-                    (l.span.start as usize, l.span.len()),
-                ));
-            } else {
-                foreign.push(l);
+        let mut others: Vec<&Label> = Vec::new();
+        match diag.labels.first().map(|l| (l, clip_long_line(l))) {
+            // A label on a very long line (minified YAML, a long override): show a window
+            // of the line around it, and say so.
+            Some((first, Some(clipped))) => {
+                labels.push(clipped.label(&first.text));
+                notes.push(clipped.note());
+                source = Some(SourceView::Clipped(clipped));
+                others.extend(diag.labels.iter().skip(1));
             }
+            Some((first, None)) => {
+                let file = first.span.file();
+                source = Some(SourceView::File(Snippets::new(&file.name, &file.text)));
+                for l in &diag.labels {
+                    if Some(l.span.src) == primary_src && clip_long_line(l).is_none() {
+                        labels.push(LabeledSpan::new_with_span(
+                            Some(l.text.clone()),
+                            (l.span.start as usize, l.span.len()),
+                        ));
+                    } else {
+                        others.push(l);
+                    }
+                }
+            }
+            None => {}
         }
-        if let Some(first) = diag.labels.first() {
-            let file = first.span.file();
-            source = Some(Snippets::new(&file.name, &file.text));
-        }
-        for l in foreign {
-            let file = l.span.file();
+        for l in others {
+            let (source, label, help) = match clip_long_line(l) {
+                Some(clipped) => {
+                    let label = clipped.label(&l.text);
+                    let note = format!("note: {}", clipped.note());
+                    (SourceView::Clipped(clipped), label, Some(note))
+                }
+                None => {
+                    let file = l.span.file();
+                    (
+                        SourceView::File(Snippets::new(&file.name, &file.text)),
+                        LabeledSpan::new_with_span(
+                            Some(l.text.clone()),
+                            (l.span.start as usize, l.span.len()),
+                        ),
+                        None,
+                    )
+                }
+            };
             views.push(DiagView {
                 diag,
                 message: l.text.clone(),
-                source: Some(Snippets::new(&file.name, &file.text)),
-                labels: vec![LabeledSpan::new_with_span(
-                    Some(l.text.clone()),
-                    (l.span.start as usize, l.span.len()),
-                )],
+                source: Some(source),
+                labels: vec![label],
                 related: Vec::new(),
-                help: None,
+                help,
                 code: None,
                 severity: Severity::Advice,
             });
@@ -254,9 +280,9 @@ impl<'a> DiagView<'a> {
             views.push(DiagView::new(r));
         }
         let mut help = diag.help.clone();
-        if !diag.notes.is_empty() {
-            let notes = diag
-                .notes
+        notes.extend(diag.notes.iter().cloned());
+        if !notes.is_empty() {
+            let notes = notes
                 .iter()
                 .map(|n| format!("note: {n}"))
                 .collect::<Vec<_>>()
@@ -303,7 +329,22 @@ impl SourceCode for Snippets {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self.text.read_span(span, before, after)?;
+        // Context lines that are very long are left out (the label's own line never is:
+        // labels on long lines are shown through a `ClippedLine`).
+        let (mut before, mut after) = (before, after);
+        let inner = loop {
+            let inner = self.text.read_span(span, before, after)?;
+            let start = inner.span().offset();
+            let (long_before, long_after) =
+                long_context_lines(inner.data(), span.offset() - start.min(span.offset()));
+            match (long_before && before > 0, long_after && after > 0) {
+                (false, false) => break inner,
+                (b, a) => {
+                    before -= usize::from(b);
+                    after -= usize::from(a);
+                }
+            }
+        };
         let data = inner.data();
         let newlines = data.iter().filter(|&&b| b == b'\n').count();
         let lines = if data.ends_with(b"\n") {
@@ -318,6 +359,139 @@ impl SourceCode for Snippets {
             inner.line(),
             inner.column(),
             lines,
+        )))
+    }
+}
+
+/// Whether `data` has a line longer than [`LONG_LINE`] before, or after, the line that
+/// holds byte `at`.
+fn long_context_lines(data: &[u8], at: usize) -> (bool, bool) {
+    let (mut before, mut after) = (false, false);
+    let mut line_start = 0;
+    for line in data.split(|&b| b == b'\n') {
+        let line_end = line_start + line.len();
+        if line.len() > LONG_LINE {
+            if line_end < at {
+                before = true;
+            } else if line_start > at {
+                after = true;
+            }
+        }
+        line_start = line_end + 1;
+    }
+    (before, after)
+}
+
+/// What a view shows: the labelled file, or a window of one very long line of it.
+enum SourceView {
+    File(Snippets),
+    Clipped(ClippedLine),
+}
+
+/// Lines longer than this (in bytes) are shown as a window around the label: the
+/// renderer lays out every column of a line it shows (past column 65,535 it panics).
+const LONG_LINE: usize = 400;
+/// How much of the line to show before the label and after it, in bytes.
+const WINDOW_BEFORE: usize = 60;
+const WINDOW_AFTER: usize = 100;
+/// At most this much of a label's own text is underlined.
+const MAX_LABEL: usize = 200;
+const ELLIPSIS: &str = "…";
+
+/// A window of one long line, with the line and column numbers of the original.
+struct ClippedLine {
+    name: String,
+    /// `…` + the shown part of the line + `…`.
+    window: String,
+    /// 0-based number of the line in the file.
+    line: usize,
+    /// Length of the whole line, in characters.
+    line_chars: usize,
+    /// 0-based character column of the first shown character, and where it starts in
+    /// `window` (after a leading `…`).
+    first_column: usize,
+    prefix: usize,
+    /// The label, in `window` offsets.
+    span: (usize, usize),
+}
+
+impl ClippedLine {
+    fn label(&self, text: &str) -> LabeledSpan {
+        LabeledSpan::new_with_span(Some(text.to_string()), self.span)
+    }
+
+    fn note(&self) -> String {
+        let shown = self.window[self.prefix..]
+            .trim_end_matches(ELLIPSIS)
+            .chars()
+            .count();
+        format!(
+            "line {} is {} characters long: showing columns {}-{}",
+            self.line + 1,
+            self.line_chars,
+            self.first_column + 1,
+            self.first_column + shown
+        )
+    }
+}
+
+/// The window of `label`'s line to show, when that line is too long to show whole.
+fn clip_long_line(label: &Label) -> Option<ClippedLine> {
+    let file = label.span.file();
+    let text: &str = &file.text;
+    let start = (label.span.start as usize).min(text.len());
+    let end = (label.span.end as usize).clamp(start, text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    if line_end - line_start <= LONG_LINE {
+        return None;
+    }
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let from = floor(start.saturating_sub(WINDOW_BEFORE).max(line_start));
+    let label_end = floor(end.min(start + MAX_LABEL).min(line_end)).max(start);
+    let to = floor((label_end + WINDOW_AFTER).min(line_end));
+    let prefix = if from > line_start { ELLIPSIS } else { "" };
+    let suffix = if to < line_end { ELLIPSIS } else { "" };
+    let window = format!("{prefix}{}{suffix}", &text[from..to]);
+    let at = prefix.len() + (start - from);
+    Some(ClippedLine {
+        name: file.name.clone(),
+        line: text[..line_start].matches('\n').count(),
+        line_chars: text[line_start..line_end].chars().count(),
+        first_column: text[line_start..from].chars().count(),
+        prefix: prefix.len(),
+        span: (at, label_end - start),
+        window,
+    })
+}
+
+impl SourceCode for ClippedLine {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        _before: usize,
+        _after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        // The whole window is one line; the column is the original one, for the
+        // `file:line:column` header.
+        let at = span.offset().clamp(self.prefix, self.window.len());
+        let column = self.first_column
+            + self
+                .window
+                .get(self.prefix..at)
+                .map_or(0, |s| s.chars().count());
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            self.window.as_bytes(),
+            (0, self.window.len()).into(),
+            self.line,
+            column,
+            1,
         )))
     }
 }
@@ -352,7 +526,10 @@ impl Diagnostic for DiagView<'_> {
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        self.source.as_ref().map(|s| s as &dyn SourceCode)
+        match self.source.as_ref()? {
+            SourceView::File(s) => Some(s as &dyn SourceCode),
+            SourceView::Clipped(c) => Some(c as &dyn SourceCode),
+        }
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
@@ -408,5 +585,53 @@ mod tests {
             !out.contains("k210"),
             "the lines between are not shown: {out}"
         );
+    }
+
+    #[test]
+    fn a_label_far_along_a_long_line_shows_a_window_of_it() {
+        // Regression: a span past column 65,535 panicked inside the renderer (exit 101).
+        let filler = "x".repeat(70_000);
+        let text = format!("a: 1\nb: [{filler}, bad, tail]\nc: 2\n");
+        let at = text.find("bad").unwrap();
+        let id = add_source("minified.yaml", None, text.clone(), SourceKind::Text);
+        let d =
+            Diag::new("nrl::test", "bad value").label(Some(Span::new(id, at, at + 3)), "this one");
+        let out = d.render(false, 100);
+        assert!(out.contains("minified.yaml:2:70007"), "{out}");
+        assert!(
+            out.len() < 2_000,
+            "the line is not shown whole: {} bytes",
+            out.len()
+        );
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn a_label_at_the_start_of_a_long_line_with_a_long_span_is_clipped() {
+        let long = "é".repeat(50_000);
+        let text = format!("key: {long}\n");
+        let id = add_source("wide.yaml", None, text.clone(), SourceKind::Text);
+        let d = Diag::new("nrl::test", "too long")
+            .label(Some(Span::new(id, 5, text.len() - 1)), "this value");
+        let out = d.render(false, 100);
+        assert!(out.contains("wide.yaml:1:6"), "{out}");
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn a_second_label_on_a_long_line_gets_its_own_window() {
+        let text = format!("short: 1\nlong: {}!\n", "y".repeat(1_000));
+        let bang = text.find('!').unwrap();
+        let id = add_source("two.yaml", None, text.clone(), SourceKind::Text);
+        let d = Diag::new("nrl::test", "two places")
+            .label(Some(Span::new(id, 0, 5)), "here")
+            .label(Some(Span::new(id, bang, bang + 1)), "and here");
+        let out = d.render(false, 100);
+        assert!(
+            out.contains("two.yaml:1:1") && out.contains("two.yaml:2:1007"),
+            "{out}"
+        );
+        assert!(out.contains("line 2 is 1007 characters long"), "{out}");
+        assert!(!out.contains(&"y".repeat(200)), "{out}");
     }
 }

@@ -287,3 +287,25 @@ fn the_hot_text_script_covers_the_check_path() {
         );
     }
 }
+
+#[test]
+fn an_error_far_along_a_minified_line_is_reported_not_a_crash() {
+    // Regression (issue 15 item 2): a span past column 65,535 panicked in the renderer.
+    let d = tempfile::tempdir().unwrap();
+    let recipe = d.path().join("minified.yaml");
+    let filler = "x".repeat(70_000);
+    std::fs::write(
+        &recipe,
+        format!("{{policy: {{note: {filler}}}, infra: {{namespace: ns, image: img, imagee: x}}}}\n"),
+    )
+    .unwrap();
+    let out = nrl().arg("check").arg(&recipe).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown"), "{err}");
+    assert!(
+        err.contains("characters long: showing columns"),
+        "the line is shown clipped: {err}"
+    );
+    assert!(err.len() < 4_000, "{} bytes of stderr", err.len());
+}
