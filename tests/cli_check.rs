@@ -296,7 +296,9 @@ fn an_error_far_along_a_minified_line_is_reported_not_a_crash() {
     let filler = "x".repeat(70_000);
     std::fs::write(
         &recipe,
-        format!("{{policy: {{note: {filler}}}, infra: {{namespace: ns, image: img, imagee: x}}}}\n"),
+        format!(
+            "{{policy: {{note: {filler}}}, infra: {{namespace: ns, image: img, imagee: x}}}}\n"
+        ),
     )
     .unwrap();
     let out = nrl().arg("check").arg(&recipe).output().expect("runs");
@@ -308,4 +310,47 @@ fn an_error_far_along_a_minified_line_is_reported_not_a_crash() {
         "the line is shown clipped: {err}"
     );
     assert!(err.len() < 4_000, "{} bytes of stderr", err.len());
+}
+
+#[cfg(unix)]
+#[test]
+fn defaults_naming_a_fifo_and_an_infra_that_is_a_device_are_refused_at_once() {
+    // Regression (issue 15 item 3): a FIFO in `defaults:` blocked forever and
+    // `--infra /dev/zero` read gigabytes.
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("parent.yaml");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let recipe = d.path().join("recipe.yaml");
+    std::fs::write(
+        &recipe,
+        "defaults: parent.yaml\npolicy: {x: 1}\ninfra: {namespace: ns, image: img}\n",
+    )
+    .unwrap();
+    let out = nrl()
+        .arg("check")
+        .arg(&recipe)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file: a FIFO"), "{err}");
+
+    std::fs::write(&recipe, "policy: {x: 1}\n").unwrap();
+    let out = nrl()
+        .arg("check")
+        .arg(&recipe)
+        .args(["--infra", "/dev/zero"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file: a character device"), "{err}");
 }

@@ -60,7 +60,7 @@ fn register_file(
     kind: SourceKind,
     referenced_at: Option<Span>,
 ) -> Result<(SrcId, String)> {
-    let text = std::fs::read_to_string(path).map_err(|e| read_error(path, &e, referenced_at))?;
+    let text = super::input::read_text(path).map_err(|e| read_error(path, &e, referenced_at))?;
     let name = display_path(path);
     let id = add_source(name.clone(), Some(path), text, kind);
     Ok((id, name))
@@ -82,8 +82,10 @@ fn canonical(p: &Path) -> std::io::Result<PathBuf> {
 
 fn read_error(path: &Path, e: &std::io::Error, referenced_at: Option<Span>) -> Diag {
     let (code, what) = match e.kind() {
-        std::io::ErrorKind::NotFound => ("nrl::config::file_not_found", "file not found"),
-        _ => ("nrl::config::read", "cannot read file"),
+        std::io::ErrorKind::NotFound => {
+            ("nrl::config::file_not_found", "file not found".to_string())
+        }
+        _ => ("nrl::config::read", format!("cannot read file ({e})")),
     };
     let d = Diag::new(code, format!("{what}: {}", path.display()));
     match referenced_at {

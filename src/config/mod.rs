@@ -5,6 +5,7 @@ pub mod defaults;
 pub mod env;
 pub mod implicit;
 pub mod infra_only;
+pub mod input;
 pub mod interp;
 pub mod layers;
 pub mod namespace;

@@ -104,7 +104,7 @@ impl Session {
     /// Evaluate a script file into the session (`:load`): its functions, top-level
     /// variables and imports stay.
     pub fn load(&mut self, path: &Path) -> LineResult {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::config::input::read_text(path) {
             Ok(t) => t,
             Err(e) => {
                 self.error(

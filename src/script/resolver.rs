@@ -100,7 +100,7 @@ impl NrlResolver {
             }
         }
         candidates.into_iter().find_map(|p| {
-            let text = std::fs::read_to_string(&p).ok()?;
+            let text = crate::config::input::read_text(&p).ok()?;
             Some((p.display().to_string(), text.into(), Some(p)))
         })
     }

@@ -24,7 +24,7 @@ pub struct Outcome {
 
 /// Read and run a script file.
 pub fn run_file(host: &Arc<Host>, path: &Path, args: &[String]) -> Result<Outcome> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::config::input::read_text(path).map_err(|e| {
         Diag::new(
             "nrl::script::not_found",
             format!("cannot read script {}: {e}", path.display()),

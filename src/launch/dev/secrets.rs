@@ -138,7 +138,7 @@ pub fn rclone_edit(env: &dyn Env) -> Result<SecretEdit> {
 }
 
 fn read_input(path: &Path, what: &str, help: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
+    crate::config::input::read_bytes(path).map_err(|e| {
         Diag::new(
             "nrl::dev::read",
             format!("cannot read the {what} {}: {e}", path.display()),

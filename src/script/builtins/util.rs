@@ -48,7 +48,7 @@ pub mod util_module {
     pub fn read_file(ctx: NativeCallContext, path: &str) -> RhaiResult<String> {
         let h = host(&ctx)?;
         let p = confined(&h, path).map_err(fail)?;
-        std::fs::read_to_string(&p).map_err(|e| {
+        crate::config::input::read_text(&p).map_err(|e| {
             fail(
                 Diag::new("nrl::script::read", format!("cannot read {path}: {e}"))
                     .help("check the path; it is relative to the working directory"),
