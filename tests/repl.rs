@@ -312,3 +312,17 @@ fn ctrl_c_ends_a_piped_session_with_130() {
     assert!(!rest.contains("not reached"), "{rest}");
     drop(stdin);
 }
+
+#[test]
+fn loading_an_import_cycle_reports_it_and_the_session_goes_on() {
+    // Regression (issue 15 item 10): `:load` of a cycle killed the REPL.
+    let (code, out, err) = piped(":load tests/data/script/cycle/a.rhai\n40 + 2\n");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "42\n");
+    // The renderer wraps long messages: compare without the wrapping.
+    let flat = err.replace("\n  │ ", "");
+    assert!(
+        flat.contains("import cycle: tests/data/script/cycle/a.rhai → tests/data/script/cycle/b.rhai → tests/data/script/cycle/a.rhai"),
+        "{err}"
+    );
+}

@@ -362,3 +362,14 @@ fn ctrl_c_cancels_a_sleeping_builtin() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("interrupted"), "{err}");
 }
+
+#[test]
+fn an_import_cycle_is_a_script_error_naming_the_chain() {
+    // Regression (issue 15 item 10): a → b → a overflowed the stack (exit 134).
+    let out = nrl()
+        .args(["script", "tests/data/script/cycle/a.rhai"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(1);
+    insta::assert_snapshot!("import_cycle", text(&out.get_output().stderr));
+}

@@ -58,6 +58,34 @@ pub struct NrlResolver {
     host: Weak<Host>,
     search_path: Vec<PathBuf>,
     cache: Mutex<HashMap<String, Shared<Module>>>,
+    /// The modules being evaluated, outermost first, each with the importer that asked
+    /// for it: an import of one of them is a cycle (Rhai would recurse until the stack
+    /// overflows).
+    loading: Mutex<Vec<Loading>>,
+}
+
+/// One module being evaluated.
+struct Loading {
+    importer: Option<String>,
+    name: String,
+    key: PathBuf,
+}
+
+/// A name for comparing modules: the canonical file path, else the name itself.
+fn module_key(name: &str, file: Option<&Path>) -> PathBuf {
+    file.and_then(|f| std::fs::canonicalize(f).ok())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Pops a module off the loading stack however its evaluation ends.
+struct Loaded<'a>(&'a Mutex<Vec<Loading>>);
+
+impl Drop for Loaded<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut l) = self.0.lock() {
+            l.pop();
+        }
+    }
 }
 
 impl NrlResolver {
@@ -66,6 +94,7 @@ impl NrlResolver {
             host: Arc::downgrade(host),
             search_path: host.opts.search_path.clone(),
             cache: Mutex::new(HashMap::new()),
+            loading: Mutex::new(Vec::new()),
         }
     }
 
@@ -106,6 +135,29 @@ impl NrlResolver {
     }
 }
 
+impl NrlResolver {
+    /// If importing the module `key` from `importer` closes a cycle, the chain
+    /// (`a.rhai → b.rhai → a.rhai`).
+    fn cycle(&self, importer: Option<&str>, key: &Path, display: &str) -> Option<String> {
+        let loading = self.loading.lock().ok()?;
+        // The outermost importer is the script being run; it is part of the chain too.
+        let root = loading
+            .first()
+            .and_then(|l| l.importer.clone())
+            .or_else(|| importer.map(str::to_string));
+        let mut chain: Vec<(String, PathBuf)> = Vec::new();
+        if let Some(r) = root {
+            let k = module_key(&r, Some(Path::new(&r)));
+            chain.push((r, k));
+        }
+        chain.extend(loading.iter().map(|l| (l.name.clone(), l.key.clone())));
+        let at = chain.iter().position(|(_, k)| k == key)?;
+        let mut names: Vec<&str> = chain[at..].iter().map(|(n, _)| n.as_str()).collect();
+        names.push(display);
+        Some(names.join(" → "))
+    }
+}
+
 impl ModuleResolver for NrlResolver {
     fn resolve(
         &self,
@@ -131,6 +183,28 @@ impl ModuleResolver for NrlResolver {
             Some(_) => name.clone(),
             None => format!("{name}.rhai"),
         };
+        let key = module_key(&name, file.as_deref());
+        if let Some(chain) = self.cycle(source, &key, &display) {
+            return Err(Box::new(EvalAltResult::ErrorInModule(
+                path.to_string(),
+                super::errors::fail(
+                    crate::diag::Diag::new(
+                        "nrl::script::import_cycle",
+                        format!("import cycle: {chain}"),
+                    )
+                    .help("modules cannot import each other in a circle; move what both need into a third module"),
+                ),
+                pos,
+            )));
+        }
+        if let Ok(mut l) = self.loading.lock() {
+            l.push(Loading {
+                importer: source.map(str::to_string),
+                name: display.clone(),
+                key,
+            });
+        }
+        let _loaded = Loaded(&self.loading);
         let id = add_source(display, file.as_deref(), text.clone(), SourceKind::Text);
         if let Some(h) = &host {
             h.add_source(&name, id);
