@@ -352,5 +352,8 @@ fn defaults_naming_a_fifo_and_an_infra_that_is_a_device_are_refused_at_once() {
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("not a regular file: a character device"), "{err}");
+    assert!(
+        err.contains("not a regular file: a character device"),
+        "{err}"
+    );
 }

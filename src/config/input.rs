@@ -113,7 +113,10 @@ mod tests {
     fn a_fifo_is_refused_without_blocking() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("pipe.yaml");
-        let made = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
         assert!(made.success());
         let e = read_text(&p).unwrap_err();
         assert_eq!(e.to_string(), "not a regular file: a FIFO");

@@ -233,37 +233,74 @@ fn sleep_for(ctx: &NativeCallContext, seconds: FLOAT) -> RhaiResult<()> {
 
 /// `path` (relative to the working directory) if it stays inside it, symlinks resolved.
 pub fn confined(h: &Host, path: &str) -> Result<PathBuf, Diag> {
-    let root = std::fs::canonicalize(&h.opts.workdir).unwrap_or_else(|_| h.opts.workdir.clone());
-    let joined = root.join(path);
-    let normal = normalize(&joined);
-    // Resolve symlinks through the longest part of the path that exists.
-    let mut existing = normal.clone();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name.to_owned());
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let mut real = std::fs::canonicalize(&existing).unwrap_or(existing);
-    for part in rest.iter().rev() {
-        real.push(part);
-    }
+    confined_in(&h.opts.workdir, path)
+}
+
+/// `path` (relative to `workdir`) with every symlink resolved, if it stays under
+/// `workdir`. Symlinks are followed even when they point at nothing yet (a dangling link
+/// is where a write would land), so no link can lead a write outside.
+pub fn confined_in(workdir: &Path, path: &str) -> Result<PathBuf, Diag> {
+    let root = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    let outside = |why: String| {
+        Diag::new(CODE_FILE_ACCESS, why)
+            .help("scripts read and write files only under the directory `nrl script` runs in; run it from a directory that contains the file")
+    };
+    let real = resolve_links(&normalize(&root.join(path))).ok_or_else(|| {
+        outside(format!(
+            "`{path}` goes through a symlink loop or a link that cannot be read"
+        ))
+    })?;
     if real.starts_with(&root) {
         Ok(real)
     } else {
-        Err(Diag::new(
-            CODE_FILE_ACCESS,
-            format!(
-                "`{path}` is outside the working directory {}",
-                root.display()
-            ),
-        )
-        .help("scripts read and write files only under the directory `nrl script` runs in; run it from a directory that contains the file"))
+        Err(outside(format!(
+            "`{path}` is outside the working directory {}{}",
+            root.display(),
+            if real == normalize(&root.join(path)) {
+                String::new()
+            } else {
+                format!(" (it leads to {})", real.display())
+            }
+        )))
     }
+}
+
+/// Where `p` (absolute, normalised) really is: symlinks resolved through the part that
+/// exists, including a dangling link at its end; the missing rest appended. `None` for a
+/// loop.
+fn resolve_links(p: &Path) -> Option<PathBuf> {
+    let mut current = p.to_path_buf();
+    // As many hops as Linux allows (MAXSYMLINKS).
+    for _ in 0..40 {
+        // The longest prefix that is an entry (`symlink_metadata`: a dangling link counts).
+        let mut existing = current.clone();
+        let mut rest = Vec::new();
+        while std::fs::symlink_metadata(&existing).is_err() {
+            match (existing.file_name(), existing.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name.to_owned());
+                    existing = parent.to_path_buf();
+                }
+                _ => break,
+            }
+        }
+        let with_rest = |mut base: PathBuf| {
+            for part in rest.iter().rev() {
+                base.push(part);
+            }
+            base
+        };
+        match std::fs::canonicalize(&existing) {
+            Ok(real) => return Some(with_rest(real)),
+            // Only a dangling link (or a loop) fails here: follow it by hand.
+            Err(_) => {
+                let target = std::fs::read_link(&existing).ok()?;
+                let parent = existing.parent().unwrap_or(Path::new("/"));
+                current = with_rest(normalize(&parent.join(target)));
+            }
+        }
+    }
+    None
 }
 
 /// Remove `.` and `..` components without touching the file system.
@@ -279,4 +316,77 @@ fn normalize(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(all(test, unix))]
+mod confinement_tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("work");
+        let outside = d.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        (d, root, outside)
+    }
+
+    #[test]
+    fn plain_names_and_missing_directories_stay_inside() {
+        let (_d, root, _) = dirs();
+        let real = std::fs::canonicalize(&root).unwrap();
+        assert_eq!(
+            confined_in(&root, "a/b/c.txt").unwrap(),
+            real.join("a/b/c.txt")
+        );
+        assert!(confined_in(&root, "../outside/x").is_err());
+    }
+
+    #[test]
+    fn a_dangling_absolute_link_to_outside_is_refused() {
+        // Regression (issue 15 item 11): a link to a file that does not exist yet was
+        // treated as a plain name, and write_file created the file outside.
+        let (_d, root, outside) = dirs();
+        symlink(outside.join("planted.txt"), root.join("out.txt")).unwrap();
+        let e = confined_in(&root, "out.txt").unwrap_err();
+        assert_eq!(e.code, CODE_FILE_ACCESS);
+        assert!(e.message.contains("it leads to"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_dangling_relative_link_to_outside_is_refused() {
+        let (_d, root, _) = dirs();
+        symlink("../outside/planted.txt", root.join("out.txt")).unwrap();
+        assert!(confined_in(&root, "out.txt").is_err());
+        // Through a directory link that leads outside, too.
+        symlink("../outside", root.join("dir")).unwrap();
+        assert!(confined_in(&root, "dir/new.txt").is_err());
+    }
+
+    #[test]
+    fn links_that_stay_inside_are_followed() {
+        let (_d, root, _) = dirs();
+        let real = std::fs::canonicalize(&root).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        symlink("data", root.join("alias")).unwrap();
+        assert_eq!(
+            confined_in(&root, "alias/x.txt").unwrap(),
+            real.join("data/x.txt")
+        );
+        // A dangling link to a missing file inside: the write lands inside.
+        symlink("data/later.txt", root.join("later")).unwrap();
+        assert_eq!(
+            confined_in(&root, "later").unwrap(),
+            real.join("data/later.txt")
+        );
+    }
+
+    #[test]
+    fn a_link_loop_is_refused() {
+        let (_d, root, _) = dirs();
+        symlink("b", root.join("a")).unwrap();
+        symlink("a", root.join("b")).unwrap();
+        assert!(confined_in(&root, "a").is_err());
+    }
 }
