@@ -373,3 +373,38 @@ fn an_import_cycle_is_a_script_error_naming_the_chain() {
         .code(1);
     insta::assert_snapshot!("import_cycle", text(&out.get_output().stderr));
 }
+
+#[test]
+fn the_time_limit_stops_loops_and_waits() {
+    // Regression (issue 15 item 12): growth loops cost the square of their size, so
+    // --max-operations alone left them running for minutes; --max-seconds bounds the run.
+    let d = tempfile::tempdir().unwrap();
+    for (name, body) in [
+        ("append", "let a = []; loop { a += [1]; }"),
+        ("nest", "let a = []; loop { a = [a]; }"),
+        ("sleep", "sleep(600);"),
+    ] {
+        let path = d.path().join(format!("{name}.rhai"));
+        std::fs::write(&path, body).unwrap();
+        let started = std::time::Instant::now();
+        let out = nrl()
+            .arg("script")
+            .arg(&path)
+            .args(["--max-seconds", "1"])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains("nrl::script::limit")
+                && err.contains("the script ran longer than its time limit of 1s"),
+            "{name}: {err}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{name} took {:?}",
+            started.elapsed()
+        );
+    }
+}

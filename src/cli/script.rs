@@ -18,8 +18,8 @@ use crate::script::{Host, HostOptions, docs, run_on_thread};
 Arguments after `--` reach the script as the map `args`: `--name value` → args.name,
 `a.b=1` → args.overrides, other words → args.positional; a bare `--flag` is true.
 
-Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error; 2 a syntax error
-or bad arguments; 130 Ctrl-C.
+Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error or a limit
+(--max-operations, --max-seconds, sizes); 2 a syntax error or bad arguments; 130 Ctrl-C.
 
 Examples:
   nrl script scripts/launch.rhai -- --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml
@@ -27,6 +27,7 @@ Examples:
   nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc
   nrl script scripts/disagg_first_launch.rhai --dry-run -- --recipe r.yaml --infra disagg.yaml
   nrl script scripts/dev_loop.rhai -- --sync nemo_rl --cmd 'uv run pytest -x tests/unit'
+  nrl script scripts/sweep.rhai --dry-run --max-seconds 60 -- --recipe r.yaml --infra i.yaml
   nrl script --builtins")]
 pub struct ScriptArgs {
     /// The Rhai script to run (`import "nrl/…"` loads the bundled stdlib; other imports
@@ -43,6 +44,10 @@ pub struct ScriptArgs {
     /// Stop the script after N operations (guards against endless loops).
     #[arg(long, value_name = "N", default_value_t = 50_000_000)]
     pub max_operations: u64,
+    /// Stop the script after N seconds of wall-clock time, waits included (for CI use of
+    /// playbooks; default: no limit). Exit code 1, like the other limits.
+    #[arg(long, value_name = "N", value_parser = parse_seconds)]
+    pub max_seconds: Option<std::time::Duration>,
     /// Where the k8s, launch, cluster, dev and doctor built-ins act.
     #[command(flatten)]
     pub kube: super::common::KubeArgs,
@@ -82,6 +87,7 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
     opts.runtime = Some(runtime.handle().clone());
     opts.cancel = cancel;
     opts.limits.max_operations = args.max_operations;
+    opts.limits.max_duration = args.max_seconds;
     opts.connect = ConnectOptions {
         context: args.kube.context.clone(),
         namespace: args.kube.namespace.clone(),
@@ -128,4 +134,14 @@ fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, token: CancellationToken) -> 
         }
     });
     Ok(())
+}
+
+/// `--max-seconds`: a positive number of seconds (fractions allowed).
+fn parse_seconds(s: &str) -> std::result::Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(std::time::Duration::from_secs_f64(n)),
+        _ => Err(format!(
+            "`{s}` is not a positive number of seconds (e.g. 600)"
+        )),
+    }
 }

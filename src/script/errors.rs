@@ -122,7 +122,20 @@ pub fn eval_error(host: &Host, main_source: &str, err: &EvalAltResult) -> Diag {
         }
     }
     let here = span_at(host, &current, e.position());
-    let mut d = innermost(e, here);
+    let mut d = match (e, host.opts.limits.max_duration) {
+        // A stop by the time limit looks like Ctrl-C to the engine and the built-ins.
+        (EvalAltResult::ErrorTerminated(..), Some(limit)) if host.out_of_time() => Diag::new(
+            CODE_LIMIT,
+            format!(
+                "the script ran longer than its time limit of {}s",
+                limit.as_secs_f64()
+            ),
+        )
+        .with_exit(Exit::Failed)
+        .label(here, "stopped here")
+        .help("raise the limit with `nrl script --max-seconds N`, or leave it out for no limit"),
+        _ => innermost(e, here),
+    };
     // Outer frames, innermost first: labels (a snippet per file) plus one chain note.
     let mut chain = Vec::new();
     for f in frames.iter().rev() {

@@ -36,6 +36,9 @@ pub struct Limits {
     pub max_map_size: usize,
     /// Modules loaded per run (guards against recursive imports).
     pub max_modules: usize,
+    /// Wall-clock time per run (`--max-seconds`), built-ins' waits included; `None`: no
+    /// limit (a playbook may wait hours for a training run).
+    pub max_duration: Option<std::time::Duration>,
 }
 
 impl Default for Limits {
@@ -49,6 +52,7 @@ impl Default for Limits {
             max_array_size: 1_000_000,
             max_map_size: 100_000,
             max_modules: 64,
+            max_duration: None,
         }
     }
 }
@@ -141,6 +145,8 @@ pub struct Host {
     announced: Mutex<Option<String>>,
     pub(crate) sources: Mutex<Sources>,
     regexes: Mutex<HashMap<String, regex::Regex>>,
+    /// Set when `limits.max_duration` ran out.
+    out_of_time: AtomicBool,
 }
 
 impl std::fmt::Debug for Host {
@@ -167,7 +173,20 @@ impl Host {
             announced: Mutex::new(None),
             sources: Mutex::new(Sources::default()),
             regexes: Mutex::new(HashMap::new()),
+            out_of_time: AtomicBool::new(false),
         })
+    }
+
+    /// Stop the run (as Ctrl-C does) and remember that the time limit did it, so the
+    /// error says so.
+    pub fn stop_for_time_limit(&self) {
+        self.out_of_time.store(true, Ordering::Relaxed);
+        self.cancel();
+    }
+
+    /// Whether [`Host::stop_for_time_limit`] stopped the run.
+    pub fn out_of_time(&self) -> bool {
+        self.out_of_time.load(Ordering::Relaxed)
     }
 
     pub fn dry_run(&self) -> bool {

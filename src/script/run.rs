@@ -51,6 +51,11 @@ pub fn run_source(
         .compile_with_scope(&scope, without_shebang(text))
         .map_err(|e| parse_error(host, name, &e))?;
     ast.set_source(name);
+    let _watchdog = host
+        .opts
+        .limits
+        .max_duration
+        .map(|d| Watchdog::start(host, d));
     match engine.run_ast_with_scope(&mut scope, &ast) {
         Ok(()) => {}
         Err(e) if matches!(*e, EvalAltResult::Exit(..)) => {}
@@ -64,6 +69,31 @@ pub fn run_source(
         exit,
         plan: host.plan.steps(),
     })
+}
+
+/// Stops the run when its time limit passes; dropping it (the run ended) ends its thread.
+struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn start(host: &Arc<Host>, limit: std::time::Duration) -> Watchdog {
+        let (done, ended) = std::sync::mpsc::channel::<()>();
+        let host = Arc::downgrade(host);
+        let spawned = std::thread::Builder::new()
+            .name("nrl-script-watchdog".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(limit)
+                    && let Some(h) = host.upgrade()
+                {
+                    h.stop_for_time_limit();
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "no watchdog thread: the time limit is not enforced");
+        }
+        Watchdog { _done: done }
+    }
 }
 
 /// Run a script file on its own thread (a large stack for deep call chains), so built-ins
