@@ -287,3 +287,31 @@ fn the_hot_text_script_covers_the_check_path() {
         );
     }
 }
+
+/// KubeRay's CRDs default a worker group's `minReplicas`/`maxReplicas` and the API server
+/// applies defaults before it checks `required`, so `check` accepts a group without them,
+/// and the manifests leave them out as the reference's do (the server fills them in).
+#[test]
+fn a_worker_group_without_min_and_max_replicas_is_valid() {
+    let out = nrl()
+        .args([
+            "check",
+            "examples/quickstart/recipe.yaml",
+            "--infra",
+            "tests/data/run/quickstart-no-min-max.infra.yaml",
+            "--manifests-only",
+        ])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("groupName: cpu-workers"), "{stdout}");
+    assert!(
+        !stdout.contains("minReplicas") && !stdout.contains("maxReplicas"),
+        "{stdout}"
+    );
+}

@@ -81,13 +81,20 @@ impl<'a> Checker<'a> {
             }
         }
         for req in s.required() {
+            // The API server decodes a custom resource, prunes it (a null of a field that is
+            // not `nullable` goes), then fills in the schema's `default:` values, and only
+            // then checks `required`: a required field with a default may be left out
+            // (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#defaulting).
+            // A nullable field set to null keeps its null and gets no default.
+            let field = s.prop(req).map(|p| self.compiled.node(p));
+            let crd = self.family == Family::Crd;
+            let defaulted = crd && field.is_some_and(|f| f.default.is_some());
             let present = match map.get(req) {
-                None => false,
+                None => defaulted,
                 // A null reaches Kubernetes as "unset" (Go's zero value for built-in kinds,
                 // pruned for a custom resource unless the field is nullable).
                 Some(v) if v.is_null() => {
-                    self.family == Family::Crd
-                        && s.prop(req).is_some_and(|p| self.compiled.node(p).nullable)
+                    crd && field.is_some_and(|f| f.nullable || f.default.is_some())
                 }
                 Some(_) => true,
             };

@@ -29,6 +29,8 @@ pub(super) struct Draft {
     pub items: Option<SchemaId>,
     pub pattern: Option<u16>,
     pub limits: Limits,
+    /// A scalar `default:` (see [`default_value`]).
+    pub default: Option<Value>,
 }
 
 impl Draft {
@@ -44,6 +46,7 @@ impl Draft {
             items: None,
             pattern: None,
             limits: Limits::default(),
+            default: None,
         }
     }
 
@@ -280,6 +283,7 @@ impl<'j> Compiler<'j> {
                 "maximum" => s.limits.maximum = x.as_f64(),
                 "minItems" => s.limits.min_items = x.as_u64(),
                 "maxItems" => s.limits.max_items = x.as_u64(),
+                "default" => s.default = Some(default_value(x)?),
                 "$defs" if is_root => {}
                 other => return Err(format!("unsupported schema keyword `{other}`")),
             }
@@ -326,6 +330,19 @@ impl<'j> Compiler<'j> {
             }
         };
         u16::try_from(i).map_err(|_| "too many patterns".to_string())
+    }
+}
+
+/// A `default:` the tables can hold: a boolean, number or string. The API server applies
+/// any JSON value; the bundled CRDs default only scalars, and an object or list default
+/// in a newer schema stops the tool instead of being dropped.
+fn default_value(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Bool(_) | Value::String(_) => Ok(v.clone()),
+        Value::Number(n) if n.is_i64() || n.is_f64() => Ok(v.clone()),
+        other => Err(format!(
+            "unsupported `default` {other}: teach the validator defaults that are not scalars"
+        )),
     }
 }
 

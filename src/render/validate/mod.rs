@@ -25,6 +25,8 @@ mod testdata;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_defaults;
+#[cfg(test)]
 mod tests_mistakes;
 #[cfg(test)]
 mod trim;

@@ -46,6 +46,35 @@ pub(super) enum Format {
     Byte,
 }
 
+/// A structural-schema `default:` value. The bundled CRDs default only scalars; the
+/// trimming tool refuses any other default, so none is lost unnoticed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Const {
+    Bool(bool),
+    Int(i64),
+    #[allow(
+        dead_code,
+        reason = "no bundled CRD defaults a number that is not an integer today"
+    )]
+    Float(f64),
+    /// A run of [`TEXT`].
+    Str(Run),
+}
+
+impl Const {
+    /// The value as a tree node.
+    #[cfg(test)]
+    pub fn to_node(self) -> crate::config::node::Node {
+        use crate::config::node::{Node, Value};
+        match self {
+            Const::Bool(b) => Node::bool(b),
+            Const::Int(i) => Node::int(i),
+            Const::Float(f) => Node::new(Value::Float(f)),
+            Const::Str(r) => Node::str(r.text()),
+        }
+    }
+}
+
 /// `len` consecutive entries of a table from `start`: bytes of [`TEXT`], or rows of
 /// [`NAMES`] or [`PROPS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,6 +163,8 @@ pub(super) struct Schema {
     pub pattern: Option<u16>,
     /// Row of [`LIMITS`].
     pub(super) limits: Option<u16>,
+    /// The `default:` the API server fills in when the field is absent (custom resources).
+    pub default: Option<Const>,
 }
 
 /// A node that accepts anything; the base of the generated `NODES` rows.
@@ -148,6 +179,7 @@ const ANY: Schema = Schema {
     items: None,
     pattern: None,
     limits: None,
+    default: None,
 };
 
 impl Schema {
@@ -177,6 +209,17 @@ impl Schema {
 
     pub fn enum_values(&self) -> Option<impl ExactSizeIterator<Item = &'static str> + Clone> {
         self.enum_values.map(Run::names)
+    }
+
+    /// The nodes this one refers to: properties, additional properties, items.
+    #[cfg(test)]
+    pub fn child_ids(&self) -> Vec<SchemaId> {
+        let mut out: Vec<SchemaId> = self.props().iter().map(|p| p.schema).collect();
+        if let Extra::Schema(x) = self.extra {
+            out.push(x);
+        }
+        out.extend(self.items);
+        out
     }
 
     pub fn limits(&self) -> &'static Limits {
