@@ -315,3 +315,22 @@ fn a_worker_group_without_min_and_max_replicas_is_valid() {
         "{stdout}"
     );
 }
+
+/// Pod validation (Kubernetes `validation.go` `validatePodResourceClaim`) refuses a claim
+/// with two sources; the schema cannot say so, `check` does, at the infra line.
+#[test]
+fn a_resource_claim_with_a_claim_and_a_template_is_refused() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/claim_both.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::render::server_rule"))
+        .stderr(predicate::str::contains("at most one of"))
+        .stderr(predicate::str::contains("this claim names both"))
+        .stderr(predicate::str::contains("claim_both.yaml:20:19"));
+}
