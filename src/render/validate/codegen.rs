@@ -225,6 +225,12 @@ impl Tables {
         if let Some(v) = &d.default {
             f.push(format!("default: Some({})", self.constant(v)));
         }
+        if d.list_set {
+            f.push("list_set: true".into());
+        }
+        if !d.list_keys.is_empty() {
+            f.push(format!("list_keys: {}", self.name_run(&d.list_keys)));
+        }
         if f.is_empty() {
             "ANY".to_string()
         } else {

@@ -31,6 +31,10 @@ pub(super) struct Draft {
     pub limits: Limits,
     /// A scalar `default:` (see [`default_value`]).
     pub default: Option<Value>,
+    /// `x-kubernetes-list-type: set`, in custom resources.
+    pub list_set: bool,
+    /// `x-kubernetes-list-map-keys` of a `map` list, in custom resources.
+    pub list_keys: Vec<String>,
 }
 
 impl Draft {
@@ -47,6 +51,8 @@ impl Draft {
             pattern: None,
             limits: Limits::default(),
             default: None,
+            list_set: false,
+            list_keys: Vec::new(),
         }
     }
 
@@ -216,6 +222,8 @@ impl<'j> Compiler<'j> {
         let mut preserve_unknown = false;
         let mut embedded = false;
         let mut props: Vec<(String, SchemaId)> = Vec::new();
+        let mut list_type: Option<String> = None;
+        let mut list_keys: Vec<String> = Vec::new();
         for (k, x) in obj {
             match k.as_str() {
                 "type" => s.types |= type_bits(x)?,
@@ -284,6 +292,16 @@ impl<'j> Compiler<'j> {
                 "minItems" => s.limits.min_items = x.as_u64(),
                 "maxItems" => s.limits.max_items = x.as_u64(),
                 "default" => s.default = Some(default_value(x)?),
+                // Uniqueness is part of a custom resource's validation
+                // (apiextensions-apiserver `pkg/apiserver/schema/listtype/validation.go`
+                // `ValidateListSetsAndMaps`); for built-in kinds the list types are merge
+                // hints for server-side apply.
+                "x-kubernetes-list-type" => {
+                    list_type = x.as_str().map(str::to_string);
+                }
+                "x-kubernetes-list-map-keys" => {
+                    list_keys = strings(x, "x-kubernetes-list-map-keys")?
+                }
                 "$defs" if is_root => {}
                 other => return Err(format!("unsupported schema keyword `{other}`")),
             }
@@ -301,6 +319,18 @@ impl<'j> Compiler<'j> {
             if !props.iter().any(|(n, _)| n == "metadata") {
                 let meta = self.def(OBJECT_META, 0)?;
                 props.push(("metadata".into(), meta));
+            }
+        }
+        if family == Family::Crd {
+            match list_type.as_deref() {
+                None | Some("atomic") => {}
+                Some("set") => s.list_set = true,
+                Some("map") if !list_keys.is_empty() => s.list_keys = list_keys,
+                Some(other) => {
+                    return Err(format!(
+                        "unsupported x-kubernetes-list-type `{other}` (map lists need keys)"
+                    ));
+                }
             }
         }
         props.sort_by(|a, b| a.0.cmp(&b.0));

@@ -62,16 +62,21 @@ pub(super) enum Const {
 }
 
 impl Const {
+    /// The value it stands for.
+    pub fn to_value(self) -> crate::config::node::Value {
+        use crate::config::node::Value;
+        match self {
+            Const::Bool(b) => Value::Bool(b),
+            Const::Int(i) => Value::Int(i),
+            Const::Float(f) => Value::Float(f),
+            Const::Str(r) => Value::Str(r.text().to_string()),
+        }
+    }
+
     /// The value as a tree node.
     #[cfg(test)]
     pub fn to_node(self) -> crate::config::node::Node {
-        use crate::config::node::{Node, Value};
-        match self {
-            Const::Bool(b) => Node::bool(b),
-            Const::Int(i) => Node::int(i),
-            Const::Float(f) => Node::new(Value::Float(f)),
-            Const::Str(r) => Node::str(r.text()),
-        }
+        crate::config::node::Node::new(self.to_value())
     }
 }
 
@@ -165,6 +170,11 @@ pub(super) struct Schema {
     pub(super) limits: Option<u16>,
     /// The `default:` the API server fills in when the field is absent (custom resources).
     pub default: Option<Const>,
+    /// `x-kubernetes-list-type: set` (custom resources): items must be unique.
+    pub list_set: bool,
+    /// `x-kubernetes-list-map-keys` of a `map` list (custom resources): rows of [`NAMES`];
+    /// no two items may have the same key values.
+    pub(super) list_keys: Run,
 }
 
 /// A node that accepts anything; the base of the generated `NODES` rows.
@@ -180,6 +190,8 @@ const ANY: Schema = Schema {
     pattern: None,
     limits: None,
     default: None,
+    list_set: false,
+    list_keys: Run::EMPTY,
 };
 
 impl Schema {
@@ -205,6 +217,10 @@ impl Schema {
 
     pub fn required(&self) -> impl Iterator<Item = &'static str> {
         self.required.names()
+    }
+
+    pub fn list_keys(&self) -> impl ExactSizeIterator<Item = &'static str> + Clone {
+        self.list_keys.names()
     }
 
     pub fn enum_values(&self) -> Option<impl ExactSizeIterator<Item = &'static str> + Clone> {

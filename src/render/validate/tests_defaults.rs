@@ -153,3 +153,25 @@ fn every_bundled_default_validates_against_its_node() {
     }
     assert!(seen >= 10, "only {seen} defaults found");
 }
+
+/// List-map keys are unique after defaulting (apiextensions-apiserver `listtype`
+/// `validateListMap`): two ports on 8265, one with the default protocol and one with `TCP`
+/// written out, collide; `UDP` does not. Duplicate env and container names too.
+#[test]
+fn list_map_keys_are_unique_after_defaulting() {
+    let text = format!(
+        "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: c\nspec:\n{HEAD}  workerGroupSpecs:\n  - groupName: gpu\n    template:\n      spec:\n        containers:\n        - name: w\n          image: x\n          env:\n          - {{name: A, value: '1'}}\n          - {{name: B, value: '2'}}\n          - {{name: A, value: '3'}}\n          ports:\n          - containerPort: 8265\n          - containerPort: 8265\n            protocol: UDP\n          - containerPort: 8265\n            protocol: TCP\n        - name: w\n          image: y\n"
+    );
+    let diags = problems("rc.yaml", &text);
+    let c = "RayCluster c: spec.workerGroupSpecs[0].template.spec.containers";
+    assert_eq!(
+        messages(&diags),
+        [
+            format!("{c}[0].env[2]: Duplicate value: {{name: \"A\"}}"),
+            format!("{c}[0].ports[2]: Duplicate value: {{containerPort: 8265, protocol: \"TCP\"}}"),
+            format!("{c}[1]: Duplicate value: {{name: \"w\"}}"),
+        ]
+    );
+    assert_eq!(diags[0].location().as_deref(), Some("rc.yaml:22:14"));
+    assert!(diags[1].labels[0].text.contains("same as item 0"));
+}
