@@ -357,3 +357,50 @@ fn defaults_naming_a_fifo_and_an_infra_that_is_a_device_are_refused_at_once() {
         "{err}"
     );
 }
+
+/// KubeRay's CRDs default a worker group's `minReplicas`/`maxReplicas` and the API server
+/// applies defaults before it checks `required`, so `check` accepts a group without them,
+/// and the manifests leave them out as the reference's do (the server fills them in).
+#[test]
+fn a_worker_group_without_min_and_max_replicas_is_valid() {
+    let out = nrl()
+        .args([
+            "check",
+            "examples/quickstart/recipe.yaml",
+            "--infra",
+            "tests/data/run/quickstart-no-min-max.infra.yaml",
+            "--manifests-only",
+        ])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("groupName: cpu-workers"), "{stdout}");
+    assert!(
+        !stdout.contains("minReplicas") && !stdout.contains("maxReplicas"),
+        "{stdout}"
+    );
+}
+
+/// Pod validation (Kubernetes `validation.go` `validatePodResourceClaim`) refuses a claim
+/// with two sources; the schema cannot say so, `check` does, at the infra line.
+#[test]
+fn a_resource_claim_with_a_claim_and_a_template_is_refused() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/claim_both.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::render::server_rule"))
+        .stderr(predicate::str::contains("at most one of"))
+        .stderr(predicate::str::contains("this claim names both"))
+        .stderr(predicate::str::contains("claim_both.yaml:20:19"));
+}

@@ -429,6 +429,79 @@ fn bad_input_fails_before_any_cluster_call() {
     );
 }
 
+/// `nrl run` without waiting, code in the image (KubeRay submits), no doctor gate: only
+/// the offline validation stands between the infra and the fake API server.
+fn submit(w: &World, infra: &str, extra: &[&str]) -> std::process::Output {
+    nrl(w)
+        .args([
+            "run",
+            QS_RECIPE,
+            "--infra",
+            infra,
+            "--no-wait",
+            "--skip-doctor",
+        ])
+        .args(["--code-source", "image", "--code-path", "/opt/nemo-rl"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A worker group without `minReplicas`/`maxReplicas` is accepted (the CRD defaults them
+/// before `required` is checked), applied without them, and filled in by the server.
+#[test]
+fn run_applies_a_worker_group_without_min_and_max_replicas() {
+    let w = World {
+        home: tempfile::tempdir().unwrap(),
+        fake: FakeK8s::start(),
+    };
+    let run = id("no-min-max");
+    let infra = "tests/data/run/quickstart-no-min-max.infra.yaml";
+    let out = submit(&w, infra, &["--run-id", &run]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rj = rayjob(&w, "tester-quickstart");
+    let group = &rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0];
+    assert_eq!(group["groupName"], "cpu-workers");
+    assert_eq!(group["minReplicas"], 0, "server default");
+    assert_eq!(group["maxReplicas"], 2147483647, "server default");
+    let dry = nrl(&w)
+        .args(["run", QS_RECIPE, "--infra", infra, "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry.stderr));
+    let printed = text(&dry.stdout);
+    assert!(
+        printed.contains("groupName: cpu-workers") && !printed.contains("Replicas:"),
+        "{printed}"
+    );
+}
+
+/// `--no-validate` works for a real run, not only `--dry-run`: a pod-template label value
+/// the offline name checks refuse (the CRD itself accepts it) reaches the API server.
+#[test]
+fn run_no_validate_skips_the_offline_checks() {
+    let w = World {
+        home: tempfile::tempdir().unwrap(),
+        fake: FakeK8s::start(),
+    };
+    let label = "+infra.kuberay.training.spec.headGroupSpec.template.metadata.labels.team='a b'";
+    let out = submit(&w, QS_INFRA, &[label]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nrl::render::name"), "{err}");
+    assert!(
+        w.fake.request_log().is_empty(),
+        "nothing reached the cluster"
+    );
+    let out = submit(&w, QS_INFRA, &[label, "--no-validate"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rj = rayjob(&w, "tester-quickstart");
+    assert_eq!(
+        rj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["metadata"]["labels"]["team"],
+        "a b"
+    );
+}
+
 /// ref §11 C3: the help says what KubeRay does with the TTL.
 #[test]
 fn ttl_help_says_it_delays_the_cluster_teardown() {

@@ -103,7 +103,8 @@ pub struct RunArgs {
         conflicts_with_all = ["local", "ray_address", "raycluster"]
     )]
     pub ttl: Option<i64>,
-    /// Skip validation of the RayJob against the bundled schemas (--dry-run).
+    /// Skip the offline validation of the rendered objects (bundled schemas, names) before
+    /// they are printed (--dry-run) or applied; the API server still checks them.
     #[arg(long, conflicts_with_all = ["local", "ray_address"])]
     pub no_validate: bool,
     /// Long-lived mode: for each role (generation, gym, training) ensure its RayCluster

@@ -41,6 +41,7 @@ fn rayjob_options(args: &RunArgs, run_id: String) -> RayJobRunOptions {
     opts.wait = !args.no_wait;
     opts.timeout = args.timeout;
     opts.replace = args.replace;
+    opts.validate = !args.no_validate;
     if let Some(root) = &args.repo_root {
         opts.repo_root = root.clone();
     }
@@ -55,7 +56,7 @@ pub fn dry_run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
         None => runid::generate(&args.recipe.recipe),
     };
     let opts = rayjob_options(args, run_id);
-    let (manifest, dra) = ephemeral::manifests(&cfg, &opts, !args.no_validate)?;
+    let (manifest, dra) = ephemeral::manifests(&cfg, &opts, opts.validate)?;
     let mut docs = dra;
     docs.push(manifest);
     let text = format!("{}\n", emit::to_yaml_stream(&docs).trim_end());
@@ -177,6 +178,7 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
         skip_daemons: args.skip_daemons,
         timeout: args.timeout,
         flags,
+        validate: !args.no_validate,
     };
     let plan = longlived::plan(&cfg, &ctx, &opts)?;
     runtime()?.block_on(async move {

@@ -3,6 +3,7 @@
 //! [`plan`]), and the run's lifecycle on a cluster: submit, watch, status, logs, cancel.
 
 pub mod config;
+pub mod hydra_args;
 pub mod names;
 pub mod ops;
 pub mod plan;
@@ -18,6 +19,8 @@ pub mod view;
 pub use config::{GymLoadRequest, LoadedGym, SubmitConfig, load, load_text};
 pub use plan::{PlannedJob, RunMeta, RunPlan, plan};
 
+#[cfg(test)]
+mod tests_hydra_oracle;
 #[cfg(test)]
 mod tests_render;
 #[cfg(test)]

@@ -4,14 +4,15 @@
 //!
 //! Text follows the reference's templates (stored version of §4.2) so a rendered Job
 //! reads the same. One deliberate difference (§7 #15): `run`/`prepare` values are written
-//! in Hydra's grammar (`true`, `null`, `{}` kept, quoted strings stay strings) instead of
-//! Python's `str()` (`True`, `None`, empty mappings dropped).
+//! in Hydra's grammar (`true`, `null`, `{}` kept, quoted strings stay strings, `${` escaped,
+//! keys Hydra cannot express refused; see `hydra_args`) instead of Python's `str()`
+//! (`True`, `None`, empty mappings dropped).
 
 use base64::Engine;
 
+use super::hydra_args;
 use crate::config::node::{Node, Value};
-use crate::config::overrides::render_value;
-use crate::diag::{Diag, Result};
+use crate::diag::Result;
 
 /// Python's `shlex.quote`: unchanged when made only of `[A-Za-z0-9_@%+=:,./-]`, else
 /// single-quoted with each `'` written as `'"'"'`.
@@ -25,37 +26,28 @@ pub fn shlex_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r#"'"'"'"#))
 }
 
-/// A value as Hydra override text.
-fn hydra_text(n: &Node) -> Result<String> {
-    let list_item = |n: &Node| -> Result<String> {
-        render_value(n).ok_or_else(|| {
-            Diag::new(
-                "nrl::gym::run_value",
-                format!("`{n}` cannot be written as a Hydra override value"),
-            )
-            .label(n.best_span(), "here")
-            .help("use plain string keys in mappings under `run:` and `prepare:`")
-        })
-    };
-    match &n.value {
-        // Lists are joined without spaces, as the reference writes them.
-        Value::List(items) => {
-            let parts = items.iter().map(list_item).collect::<Result<Vec<_>>>()?;
-            Ok(format!("[{}]", parts.join(",")))
-        }
-        _ => list_item(n),
-    }
+/// The reference's `flatten_run_args`: one `+dotted.key=value` token per leaf, in order,
+/// shell-quoted, written in Hydra's grammar (`hydra_args`) so Hydra in the pod reads back
+/// the configured value. A key Hydra cannot express is refused here.
+pub fn flatten_run_args(run: &Node) -> Result<Vec<String>> {
+    Ok(run_words(run)?.into_iter().map(|w| w.token).collect())
 }
 
-/// The reference's `flatten_run_args`: one `+dotted.key=value` token per leaf, in order,
-/// shell-quoted.
-pub fn flatten_run_args(run: &Node) -> Result<Vec<String>> {
+/// One `+key=value` argument: the dotted key, the configured value and the shell token.
+pub struct RunWord<'a> {
+    pub key: String,
+    pub value: &'a Node,
+    pub token: String,
+}
+
+/// [`flatten_run_args`] with the key and value each token carries.
+pub fn run_words(run: &Node) -> Result<Vec<RunWord<'_>>> {
     let mut out = Vec::new();
     flatten_into(run, "", &mut out)?;
     Ok(out)
 }
 
-fn flatten_into(node: &Node, prefix: &str, out: &mut Vec<String>) -> Result<()> {
+fn flatten_into<'a>(node: &'a Node, prefix: &str, out: &mut Vec<RunWord<'a>>) -> Result<()> {
     let Some(map) = node.as_map() else {
         return Ok(());
     };
@@ -65,9 +57,17 @@ fn flatten_into(node: &Node, prefix: &str, out: &mut Vec<String>) -> Result<()> 
         } else {
             format!("{prefix}.{k}")
         };
+        hydra_args::check_key_segment(k, v, &key)?;
         match &v.value {
             Value::Map(m) if !m.is_empty() => flatten_into(v, &key, out)?,
-            _ => out.push(shlex_quote(&format!("+{key}={}", hydra_text(v)?))),
+            _ => {
+                let token = shlex_quote(&format!("+{key}={}", hydra_args::value_text(v)?));
+                out.push(RunWord {
+                    key,
+                    value: v,
+                    token,
+                });
+            }
         }
     }
     Ok(())

@@ -418,7 +418,7 @@ fn prepare_arguments_survive_bash() {
     // One word each; the Hydra quoting inside it makes Gym read the value back as text.
     assert_eq!(
         lines.next(),
-        Some(r"<eval><prepare><+msg='a {b} c'><+q='it\'s'>")
+        Some(r#"<eval><prepare><+msg='a {b} c'><+q="it's">"#)
     );
     assert_eq!(
         lines.next(),

@@ -303,6 +303,37 @@ fn no_wait_applies_and_returns_without_watching() {
     assert_eq!(out.trim(), "deleted: kuberay.gym");
 }
 
+/// `cluster up --no-validate` applies what only the offline checks refuse (a pod-template
+/// label value the CRD itself accepts).
+#[test]
+fn no_validate_applies_what_the_offline_checks_refuse() {
+    let fake = FakeK8s::start();
+    let label = "+infra.kuberay.gym.spec.headGroupSpec.template.metadata.labels.team='a b'";
+    let err = fails(
+        with_recipe(
+            &fake,
+            &["cluster", "up"],
+            &["--role", "gym", "--no-wait", label],
+        ),
+        2,
+    );
+    assert!(err.contains("nrl::render::name"), "{err}");
+    assert!(fake.request_log().is_empty());
+    let (out, _) = ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "gym", "--no-wait", "--no-validate", label],
+    ));
+    assert_eq!(out.trim(), "kuberay.gym: RayCluster rc-gym created");
+    let rc = fake
+        .get("ray.io/v1", "RayCluster", "default", "rc-gym")
+        .expect("applied");
+    assert_eq!(
+        rc["spec"]["headGroupSpec"]["template"]["metadata"]["labels"]["team"],
+        "a b"
+    );
+}
+
 #[test]
 fn dry_run_prints_manifests_and_contacts_nothing() {
     let fake = FakeK8s::start();

@@ -68,6 +68,9 @@ pub struct RayJobRunOptions {
     pub log_copy: Option<PathBuf>,
     /// Extra labels for the RayJob (the run-id label is always added).
     pub extra_labels: IndexMap<String, String>,
+    /// Validate the rendered objects offline (bundled schemas, names) before anything is
+    /// applied; off, only the API server checks them (`--no-validate`).
+    pub validate: bool,
 }
 
 impl RayJobRunOptions {
@@ -83,6 +86,7 @@ impl RayJobRunOptions {
             repo_root: PathBuf::from("."),
             log_copy: None,
             extra_labels: IndexMap::new(),
+            validate: true,
         }
     }
 }

@@ -100,10 +100,10 @@ pub fn manifests(
     Ok((manifest, dra))
 }
 
-/// [`manifests`], plus (upload mode) the working_dir staged from `opts.repo_root` and
+/// [`manifests`] (validated unless `opts.validate` is off), plus (upload mode) the working_dir staged from `opts.repo_root` and
 /// checked against Ray's size limit.
 pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
-    let (manifest, dra) = manifests(cfg, opts, true)?;
+    let (manifest, dra) = manifests(cfg, opts, opts.validate)?;
     let mode = submission_mode(cfg);
     let manifest = manifest.to_json();
     let upload = match mode {

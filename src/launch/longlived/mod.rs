@@ -53,6 +53,9 @@ pub struct LongLivedOptions {
     /// Budget for each cluster to become ready, and for the training to end when waiting.
     pub timeout: Duration,
     pub flags: ModeFlags,
+    /// Validate the RayClusters and Deployments offline (bundled schemas, names) before
+    /// anything is applied; off, only the API server checks them (`--no-validate`).
+    pub validate: bool,
 }
 
 /// How a long-lived run went.
@@ -96,7 +99,10 @@ pub fn plan(
     let train_spec = require_training(cfg)?;
     runid::validate(&ctx.run_id)?;
     let code = resolve(cfg, &opts.flags)?;
-    validate_manifests(&crate::render::check_manifests(&cfg.infra)?)?;
+    let manifests = crate::render::check_manifests(&cfg.infra)?;
+    if opts.validate {
+        validate_manifests(&manifests)?;
+    }
     let training = training::plan(cfg, &ctx.run_id, &code, &ctx.repo_root)?;
     Ok(LongLivedPlan {
         code,

@@ -81,13 +81,20 @@ impl<'a> Checker<'a> {
             }
         }
         for req in s.required() {
+            // The API server decodes a custom resource, prunes it (a null of a field that is
+            // not `nullable` goes), then fills in the schema's `default:` values, and only
+            // then checks `required`: a required field with a default may be left out
+            // (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#defaulting).
+            // A nullable field set to null keeps its null and gets no default.
+            let field = s.prop(req).map(|p| self.compiled.node(p));
+            let crd = self.family == Family::Crd;
+            let defaulted = crd && field.is_some_and(|f| f.default.is_some());
             let present = match map.get(req) {
-                None => false,
+                None => defaulted,
                 // A null reaches Kubernetes as "unset" (Go's zero value for built-in kinds,
                 // pruned for a custom resource unless the field is nullable).
                 Some(v) if v.is_null() => {
-                    self.family == Family::Crd
-                        && s.prop(req).is_some_and(|p| self.compiled.node(p).nullable)
+                    crd && field.is_some_and(|f| f.nullable || f.default.is_some())
                 }
                 Some(_) => true,
             };
@@ -123,6 +130,78 @@ impl<'a> Checker<'a> {
                 self.check(item, child, near);
                 self.path.pop();
             }
+        }
+        if self.family == Family::Crd && (s.list_set || s.list_keys().len() > 0) {
+            self.check_unique(s, items, near);
+        }
+    }
+
+    /// Items of a `set` list, and the keys of a `map` list's items, must be unique, after
+    /// defaulting (apiextensions-apiserver `pkg/apiserver/schema/listtype/validation.go`:
+    /// `validateListSet`, `validateListMap`; a key field the item leaves out and that has no
+    /// default counts as unspecified, and two unspecified keys are equal). Reported once per
+    /// duplicated value, at its second occurrence, as the server does.
+    fn check_unique(&mut self, s: &Schema, items: &'a [Node], near: Option<Span>) {
+        let item_schema = s.items.map(|i| self.compiled.node(i));
+        let keys: Vec<Vec<KeyVal<'a>>> = items
+            .iter()
+            .map(|item| {
+                if s.list_set {
+                    return vec![KeyVal::Given(&item.value)];
+                }
+                s.list_keys()
+                    .map(|k| match item.get(k).filter(|v| !v.is_null()) {
+                        Some(v) => KeyVal::Given(&v.value),
+                        None => match item_schema
+                            .and_then(|is| is.prop(k))
+                            .and_then(|p| self.compiled.node(p).default)
+                        {
+                            Some(c) => KeyVal::Default(c),
+                            None => KeyVal::Unset,
+                        },
+                    })
+                    .collect()
+            })
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            let earlier: Vec<usize> = (0..i).filter(|&j| keys[j] == *key).collect();
+            if earlier.len() != 1 {
+                continue;
+            }
+            let item = &items[i];
+            let shown = if s.list_set {
+                short(&item.to_string())
+            } else {
+                let parts: Vec<String> = s
+                    .list_keys()
+                    .zip(key)
+                    .filter(|(_, v)| **v != KeyVal::Unset)
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect();
+                format!("{{{}}}", parts.join(", "))
+            };
+            let what = if s.list_set {
+                "items".to_string()
+            } else {
+                let names: Vec<String> = s.list_keys().map(|k| format!("`{k}`")).collect();
+                format!("items' {}", names.join(" and "))
+            };
+            let span = item
+                .as_map()
+                .and_then(|m| m.values().next())
+                .and_then(|first| first.key_span)
+                .or(item.span);
+            self.path.push(Seg::Index(i));
+            self.report(
+                span,
+                near,
+                format!("Duplicate value: {shown}"),
+                format!("same as item {}", earlier[0]),
+                format!(
+                    "this list's {what} must be unique: the API server refuses the object with                      `Duplicate value`; remove or rename one of them"
+                ),
+            );
+            self.path.pop();
         }
     }
 
@@ -352,6 +431,40 @@ impl<'a> Checker<'a> {
             None => Diag::new(CODE, message).label(near, format!("{label} (inside this)")),
         };
         self.out.push(diag.help(help));
+    }
+}
+
+/// One key field of a list item, for the uniqueness check.
+#[derive(Debug, Clone, Copy)]
+enum KeyVal<'a> {
+    Given(&'a Value),
+    /// Left out; the schema's default.
+    Default(schema::Const),
+    /// Left out, no default.
+    Unset,
+}
+
+impl PartialEq for KeyVal<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (KeyVal::Unset, KeyVal::Unset) => true,
+            (KeyVal::Unset, _) | (_, KeyVal::Unset) => false,
+            (KeyVal::Given(a), KeyVal::Given(b)) => a == b,
+            (KeyVal::Given(a), KeyVal::Default(c)) | (KeyVal::Default(c), KeyVal::Given(a)) => {
+                **a == c.to_value()
+            }
+            (KeyVal::Default(a), KeyVal::Default(b)) => a == b,
+        }
+    }
+}
+
+impl std::fmt::Display for KeyVal<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyVal::Given(v) => write!(f, "{}", Node::new((*v).clone())),
+            KeyVal::Default(c) => write!(f, "{} (default)", Node::new(c.to_value())),
+            KeyVal::Unset => f.write_str("unset"),
+        }
     }
 }
 

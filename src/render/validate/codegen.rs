@@ -172,6 +172,21 @@ impl Tables {
         })
     }
 
+    /// A scalar default as a `Const` expression.
+    fn constant(&mut self, v: &serde_json::Value) -> String {
+        use serde_json::Value;
+        match v {
+            Value::Bool(b) => format!("Const::Bool({b})"),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => format!("Const::Int({i})"),
+                None => format!("Const::Float({:?})", n.as_f64().unwrap_or_default()),
+            },
+            Value::String(s) => format!("Const::Str({})", self.run_text(s)),
+            // compile.rs admits scalars only.
+            other => unreachable!("non-scalar default {other}"),
+        }
+    }
+
     /// One `NODES` row: the fields that differ from [`ANY`](super::schema::ANY).
     fn node(&mut self, d: &Draft) -> String {
         let mut f: Vec<String> = Vec::new();
@@ -206,6 +221,15 @@ impl Tables {
         }
         if let Some(l) = self.limits_row(&d.limits) {
             f.push(format!("limits: Some({l})"));
+        }
+        if let Some(v) = &d.default {
+            f.push(format!("default: Some({})", self.constant(v)));
+        }
+        if d.list_set {
+            f.push("list_set: true".into());
+        }
+        if !d.list_keys.is_empty() {
+            f.push(format!("list_keys: {}", self.name_run(&d.list_keys)));
         }
         if f.is_empty() {
             "ANY".to_string()

@@ -29,6 +29,12 @@ pub(super) struct Draft {
     pub items: Option<SchemaId>,
     pub pattern: Option<u16>,
     pub limits: Limits,
+    /// A scalar `default:` (see [`default_value`]).
+    pub default: Option<Value>,
+    /// `x-kubernetes-list-type: set`, in custom resources.
+    pub list_set: bool,
+    /// `x-kubernetes-list-map-keys` of a `map` list, in custom resources.
+    pub list_keys: Vec<String>,
 }
 
 impl Draft {
@@ -44,6 +50,9 @@ impl Draft {
             items: None,
             pattern: None,
             limits: Limits::default(),
+            default: None,
+            list_set: false,
+            list_keys: Vec::new(),
         }
     }
 
@@ -213,6 +222,8 @@ impl<'j> Compiler<'j> {
         let mut preserve_unknown = false;
         let mut embedded = false;
         let mut props: Vec<(String, SchemaId)> = Vec::new();
+        let mut list_type: Option<String> = None;
+        let mut list_keys: Vec<String> = Vec::new();
         for (k, x) in obj {
             match k.as_str() {
                 "type" => s.types |= type_bits(x)?,
@@ -280,6 +291,17 @@ impl<'j> Compiler<'j> {
                 "maximum" => s.limits.maximum = x.as_f64(),
                 "minItems" => s.limits.min_items = x.as_u64(),
                 "maxItems" => s.limits.max_items = x.as_u64(),
+                "default" => s.default = Some(default_value(x)?),
+                // Uniqueness is part of a custom resource's validation
+                // (apiextensions-apiserver `pkg/apiserver/schema/listtype/validation.go`
+                // `ValidateListSetsAndMaps`); for built-in kinds the list types are merge
+                // hints for server-side apply.
+                "x-kubernetes-list-type" => {
+                    list_type = x.as_str().map(str::to_string);
+                }
+                "x-kubernetes-list-map-keys" => {
+                    list_keys = strings(x, "x-kubernetes-list-map-keys")?
+                }
                 "$defs" if is_root => {}
                 other => return Err(format!("unsupported schema keyword `{other}`")),
             }
@@ -297,6 +319,18 @@ impl<'j> Compiler<'j> {
             if !props.iter().any(|(n, _)| n == "metadata") {
                 let meta = self.def(OBJECT_META, 0)?;
                 props.push(("metadata".into(), meta));
+            }
+        }
+        if family == Family::Crd {
+            match list_type.as_deref() {
+                None | Some("atomic") => {}
+                Some("set") => s.list_set = true,
+                Some("map") if !list_keys.is_empty() => s.list_keys = list_keys,
+                Some(other) => {
+                    return Err(format!(
+                        "unsupported x-kubernetes-list-type `{other}` (map lists need keys)"
+                    ));
+                }
             }
         }
         props.sort_by(|a, b| a.0.cmp(&b.0));
@@ -326,6 +360,19 @@ impl<'j> Compiler<'j> {
             }
         };
         u16::try_from(i).map_err(|_| "too many patterns".to_string())
+    }
+}
+
+/// A `default:` the tables can hold: a boolean, number or string. The API server applies
+/// any JSON value; the bundled CRDs default only scalars, and an object or list default
+/// in a newer schema stops the tool instead of being dropped.
+fn default_value(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Bool(_) | Value::String(_) => Ok(v.clone()),
+        Value::Number(n) if n.is_i64() || n.is_f64() => Ok(v.clone()),
+        other => Err(format!(
+            "unsupported `default` {other}: teach the validator defaults that are not scalars"
+        )),
     }
 }
 

@@ -14,6 +14,7 @@ mod names;
 mod path;
 mod patterns;
 mod schema;
+mod server_rules;
 mod suggest;
 
 #[cfg(test)]
@@ -25,7 +26,11 @@ mod testdata;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_defaults;
+#[cfg(test)]
 mod tests_mistakes;
+#[cfg(test)]
+mod tests_server_rules;
 #[cfg(test)]
 mod trim;
 
@@ -40,11 +45,16 @@ pub const UNKNOWN_KIND: &str = "nrl::render::unknown_kind";
 pub const SCHEMA: &str = check::CODE;
 /// Code of name problems (object names, label keys and values, annotation keys).
 pub const NAME: &str = names::CODE;
+/// Code of problems under the API server's rules that the schemas do not express (CRD CEL
+/// rules, pod `resourceClaims`).
+pub const SERVER_RULE: &str = server_rules::CODE;
 
-/// Validate one rendered object against its bundled schema and check its names; all
+/// Validate one rendered object as the API server would: its bundled schema (after the
+/// CRD defaults), then the server rules the schema does not express, and its names; all
 /// problems, empty when valid.
 pub fn validate_object(obj: &Node) -> Vec<Diag> {
     let mut out = schema_problems(obj);
+    out.extend(server_rules::check(obj, &describe(obj)));
     out.extend(check_names(obj));
     out
 }

@@ -46,6 +46,40 @@ pub(super) enum Format {
     Byte,
 }
 
+/// A structural-schema `default:` value. The bundled CRDs default only scalars; the
+/// trimming tool refuses any other default, so none is lost unnoticed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Const {
+    Bool(bool),
+    Int(i64),
+    #[allow(
+        dead_code,
+        reason = "no bundled CRD defaults a number that is not an integer today"
+    )]
+    Float(f64),
+    /// A run of [`TEXT`].
+    Str(Run),
+}
+
+impl Const {
+    /// The value it stands for.
+    pub fn to_value(self) -> crate::config::node::Value {
+        use crate::config::node::Value;
+        match self {
+            Const::Bool(b) => Value::Bool(b),
+            Const::Int(i) => Value::Int(i),
+            Const::Float(f) => Value::Float(f),
+            Const::Str(r) => Value::Str(r.text().to_string()),
+        }
+    }
+
+    /// The value as a tree node.
+    #[cfg(test)]
+    pub fn to_node(self) -> crate::config::node::Node {
+        crate::config::node::Node::new(self.to_value())
+    }
+}
+
 /// `len` consecutive entries of a table from `start`: bytes of [`TEXT`], or rows of
 /// [`NAMES`] or [`PROPS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,6 +168,13 @@ pub(super) struct Schema {
     pub pattern: Option<u16>,
     /// Row of [`LIMITS`].
     pub(super) limits: Option<u16>,
+    /// The `default:` the API server fills in when the field is absent (custom resources).
+    pub default: Option<Const>,
+    /// `x-kubernetes-list-type: set` (custom resources): items must be unique.
+    pub list_set: bool,
+    /// `x-kubernetes-list-map-keys` of a `map` list (custom resources): rows of [`NAMES`];
+    /// no two items may have the same key values.
+    pub(super) list_keys: Run,
 }
 
 /// A node that accepts anything; the base of the generated `NODES` rows.
@@ -148,6 +189,9 @@ const ANY: Schema = Schema {
     items: None,
     pattern: None,
     limits: None,
+    default: None,
+    list_set: false,
+    list_keys: Run::EMPTY,
 };
 
 impl Schema {
@@ -175,8 +219,23 @@ impl Schema {
         self.required.names()
     }
 
+    pub fn list_keys(&self) -> impl ExactSizeIterator<Item = &'static str> + Clone {
+        self.list_keys.names()
+    }
+
     pub fn enum_values(&self) -> Option<impl ExactSizeIterator<Item = &'static str> + Clone> {
         self.enum_values.map(Run::names)
+    }
+
+    /// The nodes this one refers to: properties, additional properties, items.
+    #[cfg(test)]
+    pub fn child_ids(&self) -> Vec<SchemaId> {
+        let mut out: Vec<SchemaId> = self.props().iter().map(|p| p.schema).collect();
+        if let Extra::Schema(x) = self.extra {
+            out.push(x);
+        }
+        out.extend(self.items);
+        out
     }
 
     pub fn limits(&self) -> &'static Limits {

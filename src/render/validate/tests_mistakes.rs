@@ -1,7 +1,7 @@
 //! Injected mistakes: each gives the expected diagnostic, path and source location.
 
 use super::tests::load_documents;
-use super::{NAME, SCHEMA, UNKNOWN_KIND, check_names, validate_all, validate_object};
+use super::{NAME, SCHEMA, SERVER_RULE, UNKNOWN_KIND, check_names, validate_all, validate_object};
 use crate::config::node::{Node, Value};
 use crate::diag::Diag;
 
@@ -84,9 +84,11 @@ fn raycluster_reports_every_mistake_once() {
     let diags = problems("infra.yaml", RAYCLUSTER);
     let schema = diags.iter().filter(|d| d.code == SCHEMA).count();
     let names = diags.iter().filter(|d| d.code == NAME).count();
+    let rules = diags.iter().filter(|d| d.code == SERVER_RULE).count();
     // label type, serviceAccout, imagePullPolicy, cpu, replicas, nodeSelecter, env value,
-    // container name, resourceClaimTemplateNmae; and the label value.
-    assert_eq!((schema, names), (9, 1), "{diags:#?}");
+    // container name, resourceClaimTemplateNmae; the label value; and the misspelt claim
+    // then names no source.
+    assert_eq!((schema, names, rules), (9, 1, 1), "{diags:#?}");
 }
 
 #[test]
@@ -434,7 +436,7 @@ fn validate_all_aggregates_with_the_first_leading() {
         "{}",
         err.message
     );
-    assert_eq!(err.related.len(), 10);
+    assert_eq!(err.related.len(), 11);
     assert!(
         err.related
             .last()

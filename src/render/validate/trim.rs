@@ -6,8 +6,10 @@
 //! - CRDs (KubeRay RayCluster/RayJob, NVIDIA ComputeDomain): the `openAPIV3Schema` of the
 //!   version nrl renders, converted to JSON, root `status` dropped, and large subtrees that
 //!   repeat (pod templates, containers, probes) moved once into `$defs` and referenced.
-//! - Everywhere: keywords the validator does not use (descriptions, defaults, list/patch
-//!   hints, CEL rules) are removed. Unknown keywords stop the tool, so nothing a newer
+//! - Everywhere: keywords the validator does not use (descriptions, patch hints, CEL
+//!   rules) are removed; `default:` is kept, because the API server applies it before it
+//!   checks `required`, and so are list types (`x-kubernetes-list-type`/`-map-keys`), whose
+//!   uniqueness a custom resource's validation checks. Unknown keywords stop the tool, so nothing a newer
 //!   schema adds is dropped unnoticed.
 //! - `schemas/enum-overlay.json` adds the enums Kubernetes documents only in prose (the
 //!   OpenAPI schema types `imagePullPolicy` as a plain string). Kubernetes definitions get
@@ -97,14 +99,15 @@ const KEPT: &[&str] = &[
     "x-kubernetes-int-or-string",
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-embedded-resource",
-];
-
-/// Keywords dropped: documentation, server-side defaulting, merge hints, CEL rules.
-const DROPPED: &[&str] = &[
-    "description",
     "default",
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
+];
+
+/// Keywords dropped: documentation, merge hints, CEL rules (translated by hand in
+/// `server_rules.rs`, whose test checks the list against the CRDs).
+const DROPPED: &[&str] = &[
+    "description",
     "x-kubernetes-map-type",
     "x-kubernetes-patch-strategy",
     "x-kubernetes-patch-merge-key",
