@@ -162,7 +162,7 @@ async fn rayjob_failures_validation_and_failed_clusters() {
     rjs.create(&PostParams::default(), &rayjob(&long_name, false, 0))
         .await
         .unwrap();
-    fake.set_cluster_fate("broken-*", ClusterFate::Failed("head pod crashed".into()));
+    fake.set_cluster_fate("broken-*", ClusterFate::HeadCrashLoop);
     rjs.create(&PostParams::default(), &rayjob("broken", false, 0))
         .await
         .unwrap();
@@ -202,21 +202,49 @@ async fn rayjob_failures_validation_and_failed_clusters() {
             .unwrap()
             .contains("47 characters")
     );
-    let broken = wait("broken".into(), "Failed").await;
-    assert_eq!(
-        status_of(Some(&broken), "reason").as_deref(),
-        Some("RayClusterFailed")
-    );
+    // KubeRay v1.5.1 has no failed RayCluster: a crash-looping head keeps the RayJob in
+    // Initializing, and the cluster's HeadPodReady condition says why.
+    let broken = wait("broken".into(), "Initializing").await;
     let rc_name = status_of(Some(&broken), "rayClusterName").unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| {
+            f.field(
+                "ray.io/v1",
+                "RayCluster",
+                "default",
+                &rc_name,
+                "status.conditions",
+            )
+            .and_then(|c| {
+                c.as_array()?
+                    .iter()
+                    .find(|c| c["type"] == "HeadPodReady")
+                    .map(|c| c["reason"] == "CrashLoopBackOff" && c["status"] == "False")
+            })
+            .unwrap_or(false)
+        })
+        .await
+    );
+    let rc_state = fake.field(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        &rc_name,
+        "status.state",
+    );
+    assert!(
+        rc_state.is_none() || rc_state == Some(json!("")),
+        "{rc_state:?}"
+    );
     assert_eq!(
         fake.field(
             "ray.io/v1",
-            "RayCluster",
+            "RayJob",
             "default",
-            &rc_name,
-            "status.state"
+            "broken",
+            "status.jobDeploymentStatus"
         ),
-        Some(json!("failed"))
+        Some(json!("Initializing"))
     );
 }
 

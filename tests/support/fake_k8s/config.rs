@@ -53,8 +53,10 @@ pub enum ClusterFate {
     Ready,
     /// Pods stay Pending (Unschedulable); the state never becomes `ready`.
     StuckPending,
-    /// The operator gives up: `status.state: failed` with this reason.
-    Failed(String),
+    /// The head pod's container keeps crashing (`CrashLoopBackOff`): KubeRay v1.5.1 never
+    /// sets a `failed` state (the constant is deprecated, `apis/ray/v1/raycluster_types.go`
+    /// `Failed`); the cluster just never becomes ready and `HeadPodReady` says why.
+    HeadCrashLoop,
     /// The operator leaves it alone (no pods, no status writes): the test drives it.
     Unmanaged,
 }

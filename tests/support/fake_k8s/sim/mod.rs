@@ -192,7 +192,7 @@ fn condition_key(c: &Value) -> (String, String) {
 }
 
 /// Compare statuses ignoring timestamps that change on every write.
-fn without_volatile(status: &Value) -> Value {
+pub fn without_volatile(status: &Value) -> Value {
     let mut s = status.clone();
     if let Some(m) = s.as_object_mut() {
         m.remove("lastUpdateTime");
