@@ -520,3 +520,32 @@ fn job_logs_of_an_unknown_run_is_an_error() {
         "{e}"
     );
 }
+
+/// Issue 14 item 5: under Kueue the RayJob is created suspended and admitted later.
+/// `Suspended` is not the end: nrl says it waits for admission, then follows the job to
+/// its end on the cluster KubeRay creates after admission (before the fix: exit 1 at
+/// `Suspended`).
+#[test]
+fn a_suspended_rayjob_waits_for_admission_then_runs() {
+    let f = fake();
+    f.set_kueue("rc-train", Some(Duration::from_secs(2)));
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--ttl", "0"])
+        .output()
+        .unwrap();
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    let suspended = e
+        .find("[rayjob] rc-train waiting for admission (suspended)")
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(e.contains("deployment=Suspended job=None"), "{e}");
+    let finished = e
+        .find("finished: deployment=Complete job=SUCCEEDED")
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(suspended < finished, "{e}");
+    let rj = f.get("ray.io/v1", "RayJob", "ns", "rc-train").unwrap();
+    assert_eq!(rj["spec"]["suspend"], Value::from(false));
+    assert_eq!(rj["status"]["jobDeploymentStatus"], "Complete");
+}

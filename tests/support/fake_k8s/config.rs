@@ -220,6 +220,10 @@ pub struct SimRules {
     /// A real Ray dashboard (`http://127.0.0.1:PORT`): RayJobs are submitted to it and head
     /// pods' port 8265 forwards to it.
     pub ray_dashboard: Option<String>,
+    /// Kueue, for RayJobs whose name matches: created suspended (`spec.suspend: true`, as
+    /// Kueue's webhook does for queued jobs), admitted (`suspend: false`) after the delay;
+    /// `None` (the default) means no Kueue.
+    pub kueue: Rules<Option<Duration>>,
 }
 
 impl Default for SimRules {
@@ -230,6 +234,7 @@ impl Default for SimRules {
             jobs: Rules::new(JobScript::succeeds()),
             pods: Vec::new(),
             ray_dashboard: None,
+            kueue: Rules::new(None),
         }
     }
 }

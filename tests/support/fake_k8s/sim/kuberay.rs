@@ -15,19 +15,15 @@ use crate::support::fake_k8s::state::{State, WriteOpts};
 
 pub const MANAGER: &str = "kuberay-operator";
 
-/// The head Service name: KubeRay names it after the RayJob for clusters a RayJob created.
+/// The RayCluster's head Service: `headGroupSpec.headService.metadata.name`, else
+/// `<cluster>-head-svc`, for RayJob-created clusters too (`utils/util.go:
+/// GenerateHeadServiceName`). The RayJob's own `<rayjob>-head-svc` is another Service
+/// (sim/rayjob.rs `ensure_rayjob_service`).
 pub fn head_service_name(rc: &Value) -> String {
-    let labels = rc.pointer("/metadata/labels");
-    let origin = labels
-        .and_then(|l| l.get("ray.io/originated-from-crd"))
-        .and_then(Value::as_str);
-    let origin_name = labels
-        .and_then(|l| l.get("ray.io/originated-from-cr-name"))
-        .and_then(Value::as_str);
-    match (origin, origin_name) {
-        (Some("RayJob"), Some(n)) => format!("{n}-head-svc"),
-        _ => format!("{}-head-svc", name_of(rc)),
-    }
+    rc.pointer("/spec/headGroupSpec/headService/metadata/name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{}-head-svc", name_of(rc)))
 }
 
 fn group_labels(rc_name: &str, node_type: &str, group: &str) -> Map<String, Value> {
