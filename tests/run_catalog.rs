@@ -549,3 +549,31 @@ fn a_suspended_rayjob_waits_for_admission_then_runs() {
     assert_eq!(rj["spec"]["suspend"], Value::from(false));
     assert_eq!(rj["status"]["jobDeploymentStatus"], "Complete");
 }
+
+/// Issue 14 item 8 (one piece): in InteractiveMode nrl first waits for `Waiting` (the
+/// cluster up, to upload and submit); its timeout names that state, not "finished".
+#[test]
+fn the_wait_for_waiting_times_out_naming_that_state() {
+    let f = fake();
+    f.set_cluster_fate("*", ClusterFate::StuckPending);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("code")).unwrap();
+    std::fs::write(d.path().join("code/train.py"), "print('hi')\n").unwrap();
+    let infra = RAYJOB_INFRA.replace(
+        "    codeSource: image\n    codePath: /opt/nemo-rl\n",
+        "    codeSource: upload\n",
+    );
+    let r = recipe(d.path(), &infra);
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--timeout", "3s", "--repo-root"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let e = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("to be in state Waiting (its RayCluster ready for the upload)"),
+        "{e}"
+    );
+    assert!(!e.contains("to be finished"), "{e}");
+}

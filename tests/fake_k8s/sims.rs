@@ -476,6 +476,84 @@ async fn deployment_becomes_available() {
     );
 }
 
+/// A template change rolls (RollingUpdate defaults, maxSurge 25% up / maxUnavailable 25%
+/// down: https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#rolling-update-deployment):
+/// the old pod keeps running and ready until the new one is available, and the status
+/// counts both (`replicas` 2, `updatedReplicas` 1) meanwhile.
+#[tokio::test]
+async fn a_deployment_rolls_old_pods_stay_until_new_ones_are_available() {
+    let (fake, client) = setup().await;
+    let deps: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client, "default");
+    let d = |image: &str| {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "w", "image": image}]}}}
+        }))
+        .unwrap()
+    };
+    deps.create(&PostParams::default(), &d("web:1"))
+        .await
+        .unwrap();
+    let done = || {
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            await_condition(
+                deps.clone(),
+                "web",
+                kube::runtime::conditions::is_deployment_completed(),
+            ),
+        )
+    };
+    done().await.unwrap().unwrap();
+    let old = fake.pods("default", "app=web");
+    assert_eq!(old.len(), 1);
+    let old_name = old[0]["metadata"]["name"].as_str().unwrap().to_string();
+    fake.set_timings(|t| t.pod_start = Duration::from_millis(800));
+    deps.replace("web", &PostParams::default(), &{
+        let mut x: k8s_openapi::api::apps::v1::Deployment = d("web:2");
+        x.metadata.resource_version = None;
+        x
+    })
+    .await
+    .unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| {
+            f.field(
+                "apps/v1",
+                "Deployment",
+                "default",
+                "web",
+                "status.updatedReplicas",
+            ) == Some(json!(1))
+                && f.field("apps/v1", "Deployment", "default", "web", "status.replicas")
+                    == Some(json!(2))
+        })
+        .await
+    );
+    let old_pod = fake.get("v1", "Pod", "default", &old_name).unwrap();
+    assert!(old_pod["metadata"].get("deletionTimestamp").is_none());
+    assert_eq!(old_pod["status"]["phase"], "Running");
+    assert_eq!(
+        fake.field(
+            "apps/v1",
+            "Deployment",
+            "default",
+            "web",
+            "status.availableReplicas"
+        ),
+        Some(json!(1))
+    );
+    done().await.unwrap().unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| f
+            .get("v1", "Pod", "default", &old_name)
+            .is_none_or(|p| p["metadata"].get("deletionTimestamp").is_some()))
+            .await
+    );
+}
+
 #[tokio::test]
 async fn foreground_deletion_and_finalizers_make_deletion_take_a_while() {
     let (fake, client) = setup().await;
