@@ -166,3 +166,60 @@ fn a_template_edit_is_reported_as_drift_with_recreate_advice() {
         json!([{"name": "NCCL_DEBUG", "value": "INFO"}])
     );
 }
+
+/// A Deployment whose template changed is "available" only once rolled out, as
+/// `kubectl rollout status` decides (spec observed, every replica new and available, no
+/// old one left); before the fix the old pod's readiness ended the wait at once.
+#[test]
+fn up_after_a_deployment_template_change_waits_for_the_rollout() {
+    let fake = FakeK8s::start();
+    let d = tempfile::tempdir().unwrap();
+    let infra_with = |image: &str| {
+        let text = std::fs::read_to_string(infra())
+            .unwrap()
+            .replace("vllm/vllm-openai:v0.9.0", image);
+        let path = d.path().join("infra.yaml");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let up_vllm = |infra: &Path| {
+        let mut c = nrl(&fake);
+        c.args(["cluster", "up"])
+            .arg(recipe())
+            .arg("--infra")
+            .arg(infra)
+            .args(["--target", "deployments.vllm", "--timeout", "60s"]);
+        ok(c)
+    };
+    up_vllm(&infra_with("vllm/vllm-openai:v0.9.0"));
+    let old: Vec<String> = fake
+        .pods("default", "app=vllm")
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(old.len(), 1);
+    fake.set_timings(|t| t.pod_start = Duration::from_millis(800));
+    let (out, _) = up_vllm(&infra_with("vllm/vllm-openai:v0.9.1"));
+    assert!(out.contains("Deployment vllm applied, available"), "{out}");
+    let dep = fake
+        .get("apps/v1", "Deployment", "default", "vllm")
+        .unwrap();
+    assert_eq!(
+        dep["status"]["observedGeneration"],
+        dep["metadata"]["generation"]
+    );
+    assert_eq!(dep["status"]["updatedReplicas"], 1);
+    assert_eq!(dep["status"]["replicas"], 1);
+    assert_eq!(dep["status"]["availableReplicas"], 1);
+    let live: Vec<Value> = fake
+        .pods("default", "app=vllm")
+        .into_iter()
+        .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
+        .collect();
+    assert_eq!(live.len(), 1, "{live:#?}");
+    assert_eq!(
+        live[0]["spec"]["containers"][0]["image"],
+        "vllm/vllm-openai:v0.9.1"
+    );
+    assert!(!old.contains(&live[0]["metadata"]["name"].as_str().unwrap().to_string()));
+}
