@@ -18,3 +18,5 @@ mod orchestrate;
 mod owner;
 #[path = "cluster_cli/stub_ray.rs"]
 mod stub_ray;
+#[path = "cluster_cli/update.rs"]
+mod update;

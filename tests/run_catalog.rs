@@ -230,51 +230,50 @@ fn rayjob_stopped_job_exits_1() {
     assert!(e.contains("deployment=Complete job=STOPPED"), "{e}");
 }
 
-/// Regression of ref §11 C1: `ValidationFailed` (and `Suspended`) are terminal; the
-/// reference kept polling for up to 24 h.
+/// Regression of ref §11 C1: `ValidationFailed` is terminal; the reference kept polling
+/// for up to 24 h. (`Suspended` is not: issue 14 item 5, see `tests/launch_rayjob.rs`.)
 #[test]
 fn rayjob_validation_failed_is_terminal() {
-    for terminal in ["ValidationFailed", "Suspended"] {
-        let f = fake();
-        f.set_cluster_fate("*", ClusterFate::StuckPending);
-        let d = tempfile::tempdir().unwrap();
-        let r = recipe(d.path(), RAYJOB_INFRA);
-        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", d.path())
-            .env("NRL_USER", "tester")
-            .envs(f.env())
-            .args(["run", &r])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = f.wait_until_blocking(Duration::from_secs(30), |f| {
-            f.field(
-                "ray.io/v1",
-                "RayJob",
-                "ns",
-                "rc-train",
-                "status.jobDeploymentStatus",
-            ) == Some(Value::from("Initializing"))
-        });
-        assert!(started);
-        f.patch_status(
+    let terminal = "ValidationFailed";
+    let f = fake();
+    f.set_cluster_fate("*", ClusterFate::StuckPending);
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", d.path())
+        .env("NRL_USER", "tester")
+        .envs(f.env())
+        .args(["run", &r])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = f.wait_until_blocking(Duration::from_secs(30), |f| {
+        f.field(
             "ray.io/v1",
             "RayJob",
             "ns",
             "rc-train",
-            serde_json::json!({"jobDeploymentStatus": terminal}),
-        );
-        let out = child.wait_with_output().unwrap();
-        let e = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{e}");
-        assert!(
-            e.contains(&format!("finished: deployment={terminal}")),
-            "{e}"
-        );
-    }
+            "status.jobDeploymentStatus",
+        ) == Some(Value::from("Initializing"))
+    });
+    assert!(started);
+    f.patch_status(
+        "ray.io/v1",
+        "RayJob",
+        "ns",
+        "rc-train",
+        serde_json::json!({"jobDeploymentStatus": terminal}),
+    );
+    let out = child.wait_with_output().unwrap();
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!("finished: deployment={terminal}")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -633,4 +632,61 @@ fn the_summary_names_only_the_records_that_were_written() {
         "{record}"
     );
     assert!(!err.contains("cluster copy: ConfigMap"), "{err}");
+}
+
+/// Issue 14 item 5: under Kueue the RayJob is created suspended and admitted later.
+/// `Suspended` is not the end: nrl says it waits for admission, then follows the job to
+/// its end on the cluster KubeRay creates after admission (before the fix: exit 1 at
+/// `Suspended`).
+#[test]
+fn a_suspended_rayjob_waits_for_admission_then_runs() {
+    let f = fake();
+    f.set_kueue("rc-train", Some(Duration::from_secs(2)));
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--ttl", "0"])
+        .output()
+        .unwrap();
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+    let suspended = e
+        .find("[rayjob] rc-train waiting for admission (suspended)")
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(e.contains("deployment=Suspended job=None"), "{e}");
+    let finished = e
+        .find("finished: deployment=Complete job=SUCCEEDED")
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(suspended < finished, "{e}");
+    let rj = f.get("ray.io/v1", "RayJob", "ns", "rc-train").unwrap();
+    assert_eq!(rj["spec"]["suspend"], Value::from(false));
+    assert_eq!(rj["status"]["jobDeploymentStatus"], "Complete");
+}
+
+/// Issue 14 item 8 (one piece): in InteractiveMode nrl first waits for `Waiting` (the
+/// cluster up, to upload and submit); its timeout names that state, not "finished".
+#[test]
+fn the_wait_for_waiting_times_out_naming_that_state() {
+    let f = fake();
+    f.set_cluster_fate("*", ClusterFate::StuckPending);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("code")).unwrap();
+    std::fs::write(d.path().join("code/train.py"), "print('hi')\n").unwrap();
+    let infra = RAYJOB_INFRA.replace(
+        "    codeSource: image\n    codePath: /opt/nemo-rl\n",
+        "    codeSource: upload\n",
+    );
+    let r = recipe(d.path(), &infra);
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--timeout", "3s", "--repo-root"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let e = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("to be in state Waiting (its RayCluster ready for the upload)"),
+        "{e}"
+    );
+    assert!(!e.contains("to be finished"), "{e}");
 }

@@ -608,3 +608,37 @@ fn doctor_errors_stop_run_unless_skipped() {
         "RayJob applied: {err}"
     );
 }
+
+/// Issue 14 item 5 in InteractiveMode: under Kueue the RayJob is created suspended and
+/// admitted later. nrl waits through Suspended, and once KubeRay reaches Waiting on the
+/// cluster it made after admission, nrl uploads and submits (before the fix nobody
+/// submitted: the run failed at Suspended and the admitted cluster would wait forever).
+#[test]
+fn a_queued_interactive_run_submits_after_admission() {
+    let Some(w) = world() else { return };
+    w.fake.set_kueue("*", Some(Duration::from_secs(2)));
+    let run = id("qs-queued");
+    let out = nrl(&w)
+        .args(["run", QS_RECIPE, "--infra", QS_INFRA, "--run-id", &run])
+        .args(["--ttl", "0", "grpo.max_num_steps=1"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let waiting = stderr
+        .find("waiting for admission (suspended)")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let submitted = stderr
+        .find(&format!("follow:  nrl job logs {run} -f"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(waiting < submitted, "{stderr}");
+    assert!(stdout.contains("Processed prompts: 100%"), "{stdout}");
+    let rjs = w.fake.list("ray.io/v1", "RayJob", Some("default"), "");
+    assert_eq!(rjs.len(), 1, "{rjs:#?}");
+    let rj = &rjs[0];
+    assert_eq!(rj["spec"]["suspend"], false);
+    assert_eq!(rj["spec"]["jobId"], run.as_str());
+    assert_eq!(rj["status"]["jobStatus"], "SUCCEEDED");
+    assert_eq!(rj["status"]["jobDeploymentStatus"], "Complete");
+    remove_staging(&run);
+}

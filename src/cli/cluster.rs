@@ -114,6 +114,10 @@ pub struct UpArgs {
     /// Update objects labelled as owned by another user.
     #[arg(long)]
     pub force: bool,
+    /// Delete and re-create a RayCluster whose spec drifted from the recipe. Needed for
+    /// pod-template changes: KubeRay never rolls them into running pods.
+    #[arg(long)]
+    pub recreate: bool,
     /// Do not submit the roles' daemons.
     #[arg(long)]
     pub skip_daemons: bool,
@@ -185,6 +189,7 @@ fn up(args: UpArgs) -> Result<Exit> {
         wait: !args.no_wait,
         timeout: args.timeout,
         force: args.force,
+        recreate: args.recreate,
         daemons: !args.skip_daemons,
         repo_root: match args.repo_root {
             Some(r) => r,
@@ -231,6 +236,12 @@ fn up_line(o: &UpOutcome) -> String {
                     ""
                 }
             );
+            if !cluster.template_drift.is_empty() {
+                line.push_str(&format!(
+                    "; pod templates drifted, not applied ({}): run with --recreate to apply them",
+                    cluster.template_drift.join(", ")
+                ));
+            }
             if let Some(d) = daemon {
                 let verb = if d.submitted { "submitted" } else { "kept" };
                 line.push_str(&format!("; daemon {} {verb}", d.submission_id));

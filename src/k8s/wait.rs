@@ -125,6 +125,116 @@ impl K8s {
         }
     }
 
+    /// Watch the objects matching `labels` until `check` (called with all of them after
+    /// the initial list and after every change) returns `Done`/`Fail` or `timeout`
+    /// passes. `what` completes "waiting for <Kind>s `<labels>` … to be …".
+    pub async fn wait_for_all<T>(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        labels: &str,
+        timeout: Duration,
+        what: &str,
+        mut check: impl FnMut(&[Json]) -> Verdict<T>,
+    ) -> Result<T> {
+        let api = self.api(ar, ns);
+        let cfg = watcher::Config::default().labels(labels);
+        let mut stream = Box::pin(watcher::watcher(api, cfg).default_backoff());
+        let mut objects: std::collections::BTreeMap<String, Json> = Default::default();
+        let mut listing: std::collections::BTreeMap<String, Json> = Default::default();
+        let mut answered = false;
+        let mut last_error: Option<String> = None;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let key = |o: &Json| str_at(o, "/metadata/name").unwrap_or("").to_string();
+        loop {
+            let ev = match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_) => {
+                    let listed: Vec<Json> = objects.values().cloned().collect();
+                    let mut d = Diag::api(
+                        "nrl::k8s::timeout",
+                        format!(
+                            "timed out after {} waiting for {}s `{labels}` in namespace `{ns}` to be {what} ({})",
+                            human(timeout),
+                            ar.kind,
+                            if answered {
+                                format!("{} seen", listed.len())
+                            } else {
+                                "the Kubernetes API never answered the watch".into()
+                            }
+                        ),
+                    )
+                    .help("raise --timeout, or inspect them with `nrl status`");
+                    if let Some(e) = last_error {
+                        d = d.note(format!("last error: {e}"));
+                    }
+                    return Err(d);
+                }
+                Ok(None) => {
+                    return Err(Diag::api(
+                        "nrl::k8s::watch",
+                        format!("the watch on {}s `{labels}` ended unexpectedly", ar.kind),
+                    ));
+                }
+                Ok(Some(ev)) => ev,
+            };
+            let changed = match ev {
+                Ok(Event::Init) => {
+                    listing.clear();
+                    false
+                }
+                Ok(Event::InitApply(o)) => {
+                    if let Ok(o) = serde_json::to_value(o) {
+                        listing.insert(key(&o), o);
+                    }
+                    false
+                }
+                Ok(Event::InitDone) => {
+                    answered = true;
+                    objects = std::mem::take(&mut listing);
+                    true
+                }
+                Ok(Event::Apply(o)) => {
+                    if let Ok(o) = serde_json::to_value(o) {
+                        objects.insert(key(&o), o);
+                    }
+                    true
+                }
+                Ok(Event::Delete(o)) => {
+                    if let Ok(o) = serde_json::to_value(o) {
+                        objects.remove(&key(&o));
+                    }
+                    true
+                }
+                Err(e) => {
+                    let ke = match e {
+                        watcher::Error::InitialListFailed(ke)
+                        | watcher::Error::WatchStartFailed(ke)
+                        | watcher::Error::WatchFailed(ke) => Some(ke),
+                        other => {
+                            last_error = Some(other.to_string());
+                            None
+                        }
+                    };
+                    if let Some(ke) = ke {
+                        if matches!(super::errors::status_code(&ke), Some(401 | 403)) {
+                            return Err(to_diag(ke, &Action::new("watch", &ar.plural, ns)));
+                        }
+                        last_error = Some(ke.to_string());
+                    }
+                    false
+                }
+            };
+            if changed {
+                let all: Vec<Json> = objects.values().cloned().collect();
+                match check(&all) {
+                    Verdict::Pending => {}
+                    Verdict::Done(t) => return Ok(t),
+                    Verdict::Fail(d) => return Err(d),
+                }
+            }
+        }
+    }
+
     /// Wait until the object is gone.
     pub async fn wait_deleted(
         &self,
@@ -202,15 +312,91 @@ pub fn str_at<'a>(o: &'a Json, ptr: &str) -> Option<&'a str> {
     o.pointer(ptr).and_then(Json::as_str)
 }
 
-/// RayCluster: ready, or failed with KubeRay's reason.
+fn int_at(o: &Json, ptr: &str) -> Option<i64> {
+    o.pointer(ptr).and_then(Json::as_i64)
+}
+
+/// The worker count KubeRay wants for a RayCluster spec: per group `replicas` clamped to
+/// `[minReplicas, maxReplicas]` (`maxReplicas` when min > max), times `numOfHosts`; a
+/// suspended group counts 0. KubeRay v1.5.1 `ray-operator/controllers/ray/utils/util.go`:
+/// `GetWorkerGroupDesiredReplicas`, `CalculateDesiredReplicas`; CRD defaults 0 /
+/// 2147483647 / 1 (`ray.io_rayclusters.yaml`).
+pub fn desired_workers(rc: &Json) -> i64 {
+    let Some(groups) = rc
+        .pointer("/spec/workerGroupSpecs")
+        .and_then(Json::as_array)
+    else {
+        return 0;
+    };
+    groups
+        .iter()
+        .map(|g| {
+            if g.get("suspend").and_then(Json::as_bool) == Some(true) {
+                return 0;
+            }
+            let min = int_at(g, "/minReplicas").unwrap_or(0);
+            let max = int_at(g, "/maxReplicas").unwrap_or(i64::from(i32::MAX));
+            let replicas = int_at(g, "/replicas").unwrap_or(min);
+            let n = if min > max {
+                max
+            } else if replicas < min {
+                min
+            } else {
+                replicas.min(max)
+            };
+            n.saturating_mul(int_at(g, "/numOfHosts").unwrap_or(1))
+        })
+        .sum()
+}
+
+/// Whether the condition `kind` of the object is `True`.
+pub fn condition_true(o: &Json, kind: &str) -> bool {
+    condition(o, kind).and_then(|c| str_at(c, "/status")) == Some("True")
+}
+
+/// The condition `kind` of the object's `status.conditions`.
+pub fn condition<'a>(o: &'a Json, kind: &str) -> Option<&'a Json> {
+    o.pointer("/status/conditions")
+        .and_then(Json::as_array)?
+        .iter()
+        .find(|c| str_at(c, "/type") == Some(kind))
+}
+
+/// "state=ready, workers ready 1/2 (head: ContainersNotReady)": a RayCluster's progress
+/// towards [`raycluster_ready`], against the worker count its spec asks for.
+pub fn raycluster_progress(o: &Json) -> String {
+    let mut s = format!(
+        "state={}, workers ready {}/{}",
+        str_at(o, "/status/state")
+            .filter(|s| !s.is_empty())
+            .unwrap_or("pending"),
+        int_at(o, "/status/readyWorkerReplicas").unwrap_or(0),
+        desired_workers(o),
+    );
+    if let Some(c) = condition(o, "HeadPodReady")
+        && str_at(c, "/status") != Some("True")
+        && let Some(r) = str_at(c, "/reason").filter(|r| !r.is_empty())
+    {
+        s.push_str(&format!(" (head: {r})"));
+    }
+    s
+}
+
+/// RayCluster: ready *for its current spec*. `status.state` alone proves nothing after an
+/// update: KubeRay v1.5.1 never clears `ready` once set, and writes `observedGeneration`
+/// only together with another status change (`raycluster_controller.go: calculateStatus`;
+/// `utils/consistency.go: InconsistentRayClusterStatus`). So, as
+/// kuberay-and-apiserver-semantics §2.7 derives: state `ready`, `desiredWorkerReplicas`
+/// equal to the count computed from the spec ([`desired_workers`]), `readyWorkerReplicas`
+/// equal to that, and condition `HeadPodReady` True. The counters include terminating
+/// pods: after a scale-down also check the pods ([`raycluster_pods_settled`]).
 pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
     let Some(o) = o else {
         return Verdict::Pending;
     };
-    match str_at(o, "/status/state") {
-        Some("ready") => Verdict::Done(o.clone()),
+    if str_at(o, "/status/state") == Some("suspended") {
         // Suspended clusters have no pods and will not become ready by themselves.
-        Some("suspended") => Verdict::Fail(
+        return Verdict::Fail(
             Diag::api(
                 "nrl::k8s::raycluster_suspended",
                 format!(
@@ -219,50 +405,104 @@ pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
                 ),
             )
             .help("set `spec.suspend: false` on it (or delete it) and run again"),
-        ),
-        Some("failed") => Verdict::Fail(
-            Diag::api(
-                "nrl::k8s::raycluster_failed",
-                format!(
-                    "RayCluster {} failed: {}",
-                    str_at(o, "/metadata/name").unwrap_or("?"),
-                    str_at(o, "/status/reason").unwrap_or("no reason given")
-                ),
-            )
-            .help("inspect the head pod (`nrl logs … --source head`) and events"),
-        ),
-        _ => Verdict::Pending,
+        );
     }
-}
-
-/// Deployment available (readyReplicas ≥ spec.replicas, default 1).
-pub fn deployment_available(o: Option<&Json>) -> Verdict<Json> {
-    let Some(o) = o else {
-        return Verdict::Pending;
-    };
-    let want = o
-        .pointer("/spec/replicas")
-        .and_then(Json::as_i64)
-        .unwrap_or(1);
-    let ready = o
-        .pointer("/status/readyReplicas")
-        .and_then(Json::as_i64)
-        .unwrap_or(0);
-    if ready >= want {
+    let want = desired_workers(o);
+    let ready = str_at(o, "/status/state") == Some("ready")
+        && int_at(o, "/status/desiredWorkerReplicas") == Some(want)
+        && int_at(o, "/status/readyWorkerReplicas") == Some(want)
+        && condition_true(o, "HeadPodReady");
+    if ready {
         Verdict::Done(o.clone())
     } else {
         Verdict::Pending
     }
 }
 
-/// RayJob deployment states KubeRay never leaves on its own.
+/// The pods of a RayCluster (`ray.io/cluster=<name>`) match a ready cluster of `workers`
+/// workers: exactly `workers + 1` pods without a `deletionTimestamp`, all Running with
+/// `Ready=True` (`utils/util.go: IsRunningAndReady`). Needed after a scale-down, since
+/// KubeRay's counters include terminating pods (`utils/util.go: CalculateReadyReplicas`).
+pub fn raycluster_pods_settled(pods: &[Json], workers: i64) -> bool {
+    let live: Vec<&Json> = pods
+        .iter()
+        .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
+        .collect();
+    live.len() as i64 == workers + 1
+        && live
+            .iter()
+            .all(|p| str_at(p, "/status/phase") == Some("Running") && condition_true(p, "Ready"))
+}
+
+/// Deployment rolled out, as `kubectl rollout status` decides it
+/// (kubectl `pkg/polymorphichelpers/rollout_status.go: DeploymentStatusViewer.Status`):
+/// the controller observed the current generation, the progress deadline has not been
+/// exceeded (that fails the wait), every replica runs the new template
+/// (`updatedReplicas ≥ spec.replicas`, default 1), no old replicas are left
+/// (`replicas ≤ updatedReplicas`) and the updated ones are available.
+pub fn deployment_available(o: Option<&Json>) -> Verdict<Json> {
+    let Some(o) = o else {
+        return Verdict::Pending;
+    };
+    match deployment_rollout(o) {
+        Ok(None) => Verdict::Done(o.clone()),
+        Ok(Some(_)) => Verdict::Pending,
+        Err(d) => Verdict::Fail(d),
+    }
+}
+
+/// What a Deployment's rollout waits for (kubectl's wording), `None` once rolled out, or
+/// the error of an exceeded progress deadline. Same rules as [`deployment_available`].
+pub fn deployment_rollout(o: &Json) -> Result<Option<String>> {
+    let name = str_at(o, "/metadata/name").unwrap_or("?");
+    let generation = int_at(o, "/metadata/generation").unwrap_or(0);
+    let observed = int_at(o, "/status/observedGeneration").unwrap_or(0);
+    if generation > observed {
+        return Ok(Some(
+            "waiting for the deployment spec update to be observed".into(),
+        ));
+    }
+    if condition(o, "Progressing").and_then(|c| str_at(c, "/reason"))
+        == Some("ProgressDeadlineExceeded")
+    {
+        return Err(Diag::api(
+            "nrl::k8s::deployment_deadline",
+            format!("deployment \"{name}\" exceeded its progress deadline"),
+        )
+        .help("look at its pods' events (`kubectl describe deployment`); fix and apply again"));
+    }
+    let want = int_at(o, "/spec/replicas").unwrap_or(1);
+    let updated = int_at(o, "/status/updatedReplicas").unwrap_or(0);
+    let replicas = int_at(o, "/status/replicas").unwrap_or(0);
+    let available = int_at(o, "/status/availableReplicas").unwrap_or(0);
+    Ok(if updated < want {
+        Some(format!(
+            "{updated} out of {want} new replicas have been updated"
+        ))
+    } else if replicas > updated {
+        Some(format!(
+            "{} old replicas are pending termination",
+            replicas - updated
+        ))
+    } else if available < updated {
+        Some(format!(
+            "{available} of {updated} updated replicas are available"
+        ))
+    } else {
+        None
+    })
+}
+
+/// RayJob deployment states KubeRay never leaves on its own: `Complete`, `Failed`
+/// (`apis/ray/v1/rayjob_types.go: IsJobDeploymentTerminal`) and `ValidationFailed` (the
+/// `Reconcile` switch of `rayjob_controller.go` has no way out of it). `Suspended` is not
+/// one: under Kueue a RayJob waits there for admission and resumes on `suspend: false`.
 pub fn rayjob_terminal_state(s: &str) -> bool {
-    matches!(s, "Complete" | "Failed" | "ValidationFailed" | "Suspended")
+    matches!(s, "Complete" | "Failed" | "ValidationFailed")
 }
 
 /// RayJob: done once `status.jobDeploymentStatus` is terminal (`Complete`, `Failed`,
-/// `ValidationFailed`, `Suspended`); the caller maps the outcome (and `jobStatus`) to an
-/// exit code.
+/// `ValidationFailed`); the caller maps the outcome (and `jobStatus`) to an exit code.
 pub fn rayjob_terminal(o: Option<&Json>) -> Verdict<Json> {
     match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
         Some(s) if rayjob_terminal_state(s) => Verdict::Done(o.cloned().unwrap_or_default()),
@@ -311,17 +551,108 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn rc(spec_replicas: i64, status: Json) -> Json {
+        json!({"metadata": {"name": "rc"},
+               "spec": {"workerGroupSpecs": [{"groupName": "w", "replicas": spec_replicas,
+                                              "minReplicas": 0, "maxReplicas": 4}]},
+               "status": status})
+    }
+
+    fn head_ready(ok: bool) -> Json {
+        json!([{"type": "HeadPodReady", "status": if ok { "True" } else { "False" }}])
+    }
+
+    /// Regression of issue 14 item 4: `state: ready` is sticky in KubeRay, so it alone
+    /// must not end the wait after an update.
     #[test]
     fn raycluster_verdicts() {
         assert!(matches!(raycluster_ready(None), Verdict::Pending));
-        let ready = json!({"status": {"state": "ready"}});
-        assert!(matches!(raycluster_ready(Some(&ready)), Verdict::Done(_)));
-        let failed =
-            json!({"metadata": {"name": "rc"}, "status": {"state": "failed", "reason": "boom"}});
-        match raycluster_ready(Some(&failed)) {
-            Verdict::Fail(d) => assert!(d.message.contains("boom")),
-            _ => panic!("expected failure"),
-        }
+        let ready = |want: i64, desired: i64, ready: i64, head: bool| {
+            rc(
+                want,
+                json!({"state": "ready", "desiredWorkerReplicas": desired,
+                       "readyWorkerReplicas": ready, "conditions": head_ready(head)}),
+            )
+        };
+        assert!(matches!(
+            raycluster_ready(Some(&ready(2, 2, 2, true))),
+            Verdict::Done(_)
+        ));
+        // Scaled 1 -> 2: the status still describes the old spec.
+        assert!(matches!(
+            raycluster_ready(Some(&ready(2, 1, 1, true))),
+            Verdict::Pending
+        ));
+        // Desired updated, the new worker not ready yet.
+        assert!(matches!(
+            raycluster_ready(Some(&ready(2, 2, 1, true))),
+            Verdict::Pending
+        ));
+        // Scaled 2 -> 1: the terminating worker still counts as ready.
+        assert!(matches!(
+            raycluster_ready(Some(&ready(1, 1, 2, true))),
+            Verdict::Pending
+        ));
+        assert!(matches!(
+            raycluster_ready(Some(&ready(2, 2, 2, false))),
+            Verdict::Pending
+        ));
+        let provisioning = rc(
+            2,
+            json!({"desiredWorkerReplicas": 2, "readyWorkerReplicas": 2,
+                                        "conditions": head_ready(true)}),
+        );
+        assert!(matches!(
+            raycluster_ready(Some(&provisioning)),
+            Verdict::Pending
+        ));
+        assert_eq!(
+            raycluster_progress(&ready(2, 1, 1, false)),
+            "state=ready, workers ready 1/2"
+        );
+    }
+
+    #[test]
+    fn desired_workers_follow_kuberay() {
+        let spec = |groups: Json| json!({"spec": {"workerGroupSpecs": groups}});
+        assert_eq!(desired_workers(&json!({"spec": {}})), 0);
+        // Clamped into [min, max]; min > max uses max; times numOfHosts; suspended 0.
+        let s = spec(json!([
+            {"replicas": 5, "minReplicas": 1, "maxReplicas": 3},
+            {"replicas": 0, "minReplicas": 2, "maxReplicas": 4, "numOfHosts": 2},
+            {"replicas": 1, "minReplicas": 3, "maxReplicas": 2},
+            {"replicas": 4, "suspend": true},
+            {"replicas": 2},
+        ]));
+        assert_eq!(desired_workers(&s), 3 + 4 + 2 + 2);
+    }
+
+    #[test]
+    fn pods_settle_only_without_terminating_extras() {
+        let pod = |ready: bool, terminating: bool| {
+            let mut p = json!({"metadata": {}, "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}});
+            if terminating {
+                p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            p
+        };
+        assert!(raycluster_pods_settled(
+            &[pod(true, false), pod(true, false)],
+            1
+        ));
+        assert!(raycluster_pods_settled(
+            &[pod(true, false), pod(true, false), pod(true, true)],
+            1
+        ));
+        assert!(!raycluster_pods_settled(
+            &[pod(true, false), pod(true, false), pod(true, false)],
+            1
+        ));
+        assert!(!raycluster_pods_settled(
+            &[pod(true, false), pod(false, false)],
+            1
+        ));
     }
 
     #[test]
@@ -335,12 +666,14 @@ mod tests {
 
     #[test]
     fn rayjob_and_pod_verdicts() {
-        for s in ["Complete", "Failed", "ValidationFailed", "Suspended"] {
+        for s in ["Complete", "Failed", "ValidationFailed"] {
             let o = json!({"status": {"jobDeploymentStatus": s}});
             assert!(matches!(rayjob_terminal(Some(&o)), Verdict::Done(_)), "{s}");
         }
-        let running = json!({"status": {"jobDeploymentStatus": "Running"}});
-        assert!(matches!(rayjob_terminal(Some(&running)), Verdict::Pending));
+        for s in ["Running", "Suspended", "Suspending", "Retrying", ""] {
+            let o = json!({"status": {"jobDeploymentStatus": s}});
+            assert!(matches!(rayjob_terminal(Some(&o)), Verdict::Pending), "{s}");
+        }
         assert!(matches!(rayjob_terminal(None), Verdict::Pending));
         let pod = |phase: &str| {
             json!({"metadata": {"name": "p"}, "status": {"phase": phase,
@@ -365,9 +698,11 @@ mod tests {
 
     #[test]
     fn terminal_states() {
-        for s in ["Complete", "Failed", "ValidationFailed", "Suspended"] {
+        for s in ["Complete", "Failed", "ValidationFailed"] {
             assert!(rayjob_terminal_state(s));
         }
+        // Issue 14 item 5: under Kueue a RayJob waits in Suspended for admission.
         assert!(!rayjob_terminal_state("Running"));
+        assert!(!rayjob_terminal_state("Suspended"));
     }
 }

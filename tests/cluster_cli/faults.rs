@@ -68,12 +68,25 @@ fn a_watch_dropped_mid_wait_resumes_without_missing_ready() {
         "rc-train",
         json!({"state": "provisioning"}),
     );
+    // What KubeRay would have made (the fake's operator leaves this cluster alone): a
+    // head and one worker, and the status of a ready cluster.
+    for (pod, node_type) in [
+        ("rc-train-head-x", "head"),
+        ("rc-train-gpu-worker-x", "worker"),
+    ] {
+        fake.put(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": "default",
+                         "labels": {"ray.io/cluster": "rc-train", "ray.io/node-type": node_type}},
+            "spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}}));
+    }
     fake.patch_status(
         "ray.io/v1",
         "RayCluster",
         "default",
         "rc-train",
-        json!({"state": "ready"}),
+        json!({"state": "ready", "desiredWorkerReplicas": 1, "readyWorkerReplicas": 1,
+               "conditions": [{"type": "HeadPodReady", "status": "True",
+                               "reason": "HeadPodRunningAndReady", "message": ""}]}),
     );
     fake.compact_history();
     assert!(

@@ -98,16 +98,38 @@ async fn rayjob_runs_to_completion_and_its_cluster_is_shut_down() {
             .unwrap()
             .starts_with("train-")
     );
+    // dashboardURL names the RayCluster's head Service (utils/util.go: FetchHeadServiceURL);
+    // the RayJob's own `<rayjob>-head-svc` is a second Service selecting the same head.
     assert_eq!(
-        status_of(Some(&done), "dashboardURL").as_deref(),
-        Some("train-head-svc.default.svc.cluster.local:8265")
+        status_of(Some(&done), "dashboardURL"),
+        Some(format!("{cluster}-head-svc.default.svc.cluster.local:8265"))
     );
     let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("Initializing"),
+        "{seen:?}"
+    );
     assert!(seen.contains(&"Running".to_string()), "{seen:?}");
-    // The head Service of a RayJob's cluster is named after the RayJob, as KubeRay does.
+    assert!(!seen.contains(&"New".to_string()), "{seen:?}");
     assert!(
-        fake.get("v1", "Service", "default", "train-head-svc")
+        fake.get("v1", "Service", "default", &format!("{cluster}-head-svc"))
             .is_some()
+    );
+    let rayjob_svc = fake
+        .get("v1", "Service", "default", "train-head-svc")
+        .unwrap();
+    assert_eq!(
+        rayjob_svc["spec"]["selector"]["ray.io/cluster"],
+        json!(cluster)
+    );
+    assert_eq!(
+        rayjob_svc["metadata"]["ownerReferences"][0]["kind"],
+        "RayJob"
+    );
+    assert_eq!(
+        done.metadata.finalizers.clone().unwrap_or_default(),
+        ["ray.io/rayjob-finalizer"]
     );
     // The scripted driver output is in the head pod's log.
     let head = fake.pod_name(
@@ -162,7 +184,7 @@ async fn rayjob_failures_validation_and_failed_clusters() {
     rjs.create(&PostParams::default(), &rayjob(&long_name, false, 0))
         .await
         .unwrap();
-    fake.set_cluster_fate("broken-*", ClusterFate::Failed("head pod crashed".into()));
+    fake.set_cluster_fate("broken-*", ClusterFate::HeadCrashLoop);
     rjs.create(&PostParams::default(), &rayjob("broken", false, 0))
         .await
         .unwrap();
@@ -202,21 +224,49 @@ async fn rayjob_failures_validation_and_failed_clusters() {
             .unwrap()
             .contains("47 characters")
     );
-    let broken = wait("broken".into(), "Failed").await;
-    assert_eq!(
-        status_of(Some(&broken), "reason").as_deref(),
-        Some("RayClusterFailed")
-    );
+    // KubeRay v1.5.1 has no failed RayCluster: a crash-looping head keeps the RayJob in
+    // Initializing, and the cluster's HeadPodReady condition says why.
+    let broken = wait("broken".into(), "Initializing").await;
     let rc_name = status_of(Some(&broken), "rayClusterName").unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| {
+            f.field(
+                "ray.io/v1",
+                "RayCluster",
+                "default",
+                &rc_name,
+                "status.conditions",
+            )
+            .and_then(|c| {
+                c.as_array()?
+                    .iter()
+                    .find(|c| c["type"] == "HeadPodReady")
+                    .map(|c| c["reason"] == "CrashLoopBackOff" && c["status"] == "False")
+            })
+            .unwrap_or(false)
+        })
+        .await
+    );
+    let rc_state = fake.field(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        &rc_name,
+        "status.state",
+    );
+    assert!(
+        rc_state.is_none() || rc_state == Some(json!("")),
+        "{rc_state:?}"
+    );
     assert_eq!(
         fake.field(
             "ray.io/v1",
-            "RayCluster",
+            "RayJob",
             "default",
-            &rc_name,
-            "status.state"
+            "broken",
+            "status.jobDeploymentStatus"
         ),
-        Some(json!("failed"))
+        Some(json!("Initializing"))
     );
 }
 
@@ -426,6 +476,84 @@ async fn deployment_becomes_available() {
     );
 }
 
+/// A template change rolls (RollingUpdate defaults, maxSurge 25% up / maxUnavailable 25%
+/// down: https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#rolling-update-deployment):
+/// the old pod keeps running and ready until the new one is available, and the status
+/// counts both (`replicas` 2, `updatedReplicas` 1) meanwhile.
+#[tokio::test]
+async fn a_deployment_rolls_old_pods_stay_until_new_ones_are_available() {
+    let (fake, client) = setup().await;
+    let deps: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client, "default");
+    let d = |image: &str| {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "w", "image": image}]}}}
+        }))
+        .unwrap()
+    };
+    deps.create(&PostParams::default(), &d("web:1"))
+        .await
+        .unwrap();
+    let done = || {
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            await_condition(
+                deps.clone(),
+                "web",
+                kube::runtime::conditions::is_deployment_completed(),
+            ),
+        )
+    };
+    done().await.unwrap().unwrap();
+    let old = fake.pods("default", "app=web");
+    assert_eq!(old.len(), 1);
+    let old_name = old[0]["metadata"]["name"].as_str().unwrap().to_string();
+    fake.set_timings(|t| t.pod_start = Duration::from_millis(800));
+    deps.replace("web", &PostParams::default(), &{
+        let mut x: k8s_openapi::api::apps::v1::Deployment = d("web:2");
+        x.metadata.resource_version = None;
+        x
+    })
+    .await
+    .unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| {
+            f.field(
+                "apps/v1",
+                "Deployment",
+                "default",
+                "web",
+                "status.updatedReplicas",
+            ) == Some(json!(1))
+                && f.field("apps/v1", "Deployment", "default", "web", "status.replicas")
+                    == Some(json!(2))
+        })
+        .await
+    );
+    let old_pod = fake.get("v1", "Pod", "default", &old_name).unwrap();
+    assert!(old_pod["metadata"].get("deletionTimestamp").is_none());
+    assert_eq!(old_pod["status"]["phase"], "Running");
+    assert_eq!(
+        fake.field(
+            "apps/v1",
+            "Deployment",
+            "default",
+            "web",
+            "status.availableReplicas"
+        ),
+        Some(json!(1))
+    );
+    done().await.unwrap().unwrap();
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| f
+            .get("v1", "Pod", "default", &old_name)
+            .is_none_or(|p| p["metadata"].get("deletionTimestamp").is_some()))
+            .await
+    );
+}
+
 #[tokio::test]
 async fn foreground_deletion_and_finalizers_make_deletion_take_a_while() {
     let (fake, client) = setup().await;
@@ -558,4 +686,274 @@ async fn interactive_rayjob_waits_for_its_job_id_and_ttl_needs_shutdown() {
         })
         .await
     );
+}
+
+/// Wait (by watch) until the RayJob's `jobDeploymentStatus` is `want`, recording every
+/// value it goes through.
+async fn until_status(
+    rjs: &Api<DynamicObject>,
+    name: &str,
+    want: &'static str,
+    seen: &std::sync::Mutex<Vec<String>>,
+) -> DynamicObject {
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        await_condition(rjs.clone(), name, |o: Option<&DynamicObject>| {
+            let s = status_of(o, "jobDeploymentStatus").unwrap_or_default();
+            let mut seen = seen.lock().unwrap();
+            if o.is_some() && seen.last() != Some(&s) {
+                seen.push(s.clone());
+            }
+            s == want
+        }),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{name} never reached {want}: {:?}", seen.lock().unwrap()))
+    .unwrap()
+    .unwrap()
+}
+
+/// KubeRay v1.5.1 `rayjob_controller.go: Reconcile`: a RayJob created with `suspend: true`
+/// goes Initializing → Suspending → Suspended without a cluster surviving; `suspend: false`
+/// starts it again from `""` with a new cluster name and job id.
+#[tokio::test]
+async fn a_suspended_rayjob_waits_and_resumes_with_a_new_cluster() {
+    let (fake, client) = setup().await;
+    fake.set_kueue("queued", Some(Duration::from_millis(1500)));
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    rjs.create(&PostParams::default(), &rayjob("queued", true, 0))
+        .await
+        .unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let suspended = until_status(&rjs, "queued", "Suspended", &seen).await;
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        ["", "Initializing", "Suspending", "Suspended"]
+    );
+    // Cleared on suspension (deleteClusterResources, then the Suspending case).
+    for k in ["rayClusterName", "jobId", "dashboardURL"] {
+        assert_eq!(status_of(Some(&suspended), k), None, "{k}");
+    }
+    assert_eq!(
+        status_of(Some(&suspended), "jobStatus").as_deref(),
+        Some("")
+    );
+    assert!(
+        fake.list("ray.io/v1", "RayCluster", Some("default"), "")
+            .is_empty()
+    );
+    // Admitted: back through "" to Initializing, then to the end on a new cluster.
+    let done = until_status(&rjs, "queued", "Complete", &seen).await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[3..],
+        ["Suspended", "", "Initializing", "Running", "Complete"],
+        "{seen:?}"
+    );
+    assert_eq!(done.data["spec"]["suspend"], json!(false));
+    assert!(status_of(Some(&done), "rayClusterName").is_some());
+}
+
+/// A failed attempt with retries left is written as Retrying, never as Failed
+/// (`checkBackoffLimitAndUpdateStatusIfNeeded`); the next attempt gets a new cluster and a
+/// new job id; the last failure is final with `failed = backoffLimit + 1`.
+#[tokio::test]
+async fn a_failed_attempt_with_retries_left_goes_to_retrying() {
+    let (fake, client) = setup().await;
+    fake.set_rayjob_script("flaky", RayJobScript::fails("exit code 1"));
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    let mut rj = rayjob("flaky", true, 0);
+    rj.data["spec"]["backoffLimit"] = json!(1);
+    rjs.create(&PostParams::default(), &rj).await.unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let clusters = std::sync::Mutex::new(Vec::<(String, String)>::new());
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        await_condition(rjs.clone(), "flaky", |o: Option<&DynamicObject>| {
+            let s = status_of(o, "jobDeploymentStatus").unwrap_or_default();
+            let mut seen = seen.lock().unwrap();
+            if o.is_some() && seen.last() != Some(&s) {
+                seen.push(s.clone());
+            }
+            if let (Some(c), Some(j)) = (status_of(o, "rayClusterName"), status_of(o, "jobId")) {
+                let mut cs = clusters.lock().unwrap();
+                if !cs.contains(&(c.clone(), j.clone())) {
+                    cs.push((c, j));
+                }
+            }
+            s == "Failed"
+        }),
+    )
+    .await
+    .expect("failed in time")
+    .unwrap()
+    .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(
+        seen,
+        [
+            "",
+            "Initializing",
+            "Running",
+            "Retrying",
+            "",
+            "Initializing",
+            "Running",
+            "Failed"
+        ]
+    );
+    let clusters = clusters.into_inner().unwrap();
+    assert_eq!(clusters.len(), 2, "{clusters:?}");
+    assert_ne!(clusters[0].0, clusters[1].0);
+    assert_ne!(clusters[0].1, clusters[1].1);
+    assert_eq!(done.data["status"]["failed"], json!(2));
+    assert_eq!(
+        status_of(Some(&done), "reason").as_deref(),
+        Some("AppFailed")
+    );
+}
+
+/// A Ray job STOPPED ends the RayJob `Complete` (RJC `Reconcile`, Running case), and
+/// ValidationFailed is never left even once the spec is fixed (the default case).
+#[tokio::test]
+async fn stopped_is_complete_and_validation_failed_is_final() {
+    let (fake, client) = setup().await;
+    fake.set_rayjob_script("halted", RayJobScript::stopped());
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    rjs.create(&PostParams::default(), &rayjob("halted", true, 0))
+        .await
+        .unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let done = until_status(&rjs, "halted", "Complete", &seen).await;
+    assert_eq!(
+        status_of(Some(&done), "jobStatus").as_deref(),
+        Some("STOPPED")
+    );
+
+    // suspend without shutdownAfterJobFinishes is invalid (ValidateRayJobSpec).
+    let mut bad = rayjob("bad-suspend", false, 0);
+    bad.data["spec"]["suspend"] = json!(true);
+    rjs.create(&PostParams::default(), &bad).await.unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    until_status(&rjs, "bad-suspend", "ValidationFailed", &seen).await;
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| {
+            f.list("v1", "Event", Some("default"), "")
+                .iter()
+                .any(|e| e["reason"] == "InvalidRayJobSpec")
+        })
+        .await
+    );
+    // Fixing the spec changes nothing, and no finalizer was ever added.
+    fake.edit("ray.io/v1", "RayJob", "default", "bad-suspend", |o| {
+        o["spec"]["suspend"] = json!(false);
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rj = fake
+        .get("ray.io/v1", "RayJob", "default", "bad-suspend")
+        .unwrap();
+    assert_eq!(rj["status"]["jobDeploymentStatus"], "ValidationFailed");
+    assert!(rj["metadata"].get("finalizers").is_none(), "{rj:#?}");
+}
+
+/// InteractiveMode: no job id until the user submits and sets `spec.jobId` (RJC
+/// `initRayJobStatusIfNeed`, Waiting case).
+#[tokio::test]
+async fn interactive_rayjobs_have_no_job_id_until_submitted() {
+    let (fake, client) = setup().await;
+    let rjs: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    let mut rj = rayjob("chat", true, 0);
+    rj.data["spec"]["submissionMode"] = json!("InteractiveMode");
+    rjs.create(&PostParams::default(), &rj).await.unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let waiting = until_status(&rjs, "chat", "Waiting", &seen).await;
+    assert_eq!(status_of(Some(&waiting), "jobId"), None);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        fake.field(
+            "ray.io/v1",
+            "RayJob",
+            "default",
+            "chat",
+            "status.jobDeploymentStatus"
+        ),
+        Some(json!("Waiting"))
+    );
+    fake.edit("ray.io/v1", "RayJob", "default", "chat", |o| {
+        o["spec"]["jobId"] = json!("chat-by-hand");
+    });
+    let running = until_status(&rjs, "chat", "Running", &seen).await;
+    assert_eq!(
+        status_of(Some(&running), "jobId").as_deref(),
+        Some("chat-by-hand")
+    );
+}
+
+/// The RayCluster status as KubeRay v1.5.1 writes it (`calculateStatus`,
+/// `InconsistentRayClusterStatus`): `state` stays `ready` after a scale-up, the counters
+/// follow the pods, and a spec change alone (no counter change) leaves
+/// `observedGeneration` stale.
+#[tokio::test]
+async fn raycluster_state_is_sticky_and_observed_generation_lags() {
+    let (fake, client) = setup().await;
+    fake.set_timings(|t| t.pod_start = Duration::from_millis(500));
+    let rcs: Api<DynamicObject> =
+        Api::namespaced_with(client, "default", &ar("ray.io", "v1", "RayCluster"));
+    let tmpl =
+        |c: &str| json!({"spec": {"containers": [{"name": c, "image": "rayproject/ray:2.60.0"}]}});
+    let mut rc = DynamicObject::new("sticky", &ar("ray.io", "v1", "RayCluster"));
+    rc.data = json!({"spec": {
+        "headGroupSpec": {"template": tmpl("ray-head")},
+        "workerGroupSpecs": [{"groupName": "w", "replicas": 1, "minReplicas": 0,
+                              "maxReplicas": 4, "template": tmpl("ray-worker")}]}});
+    rcs.create(&PostParams::default(), &rc).await.unwrap();
+    let field = |f: &FakeK8s, k: &str| f.field("ray.io/v1", "RayCluster", "default", "sticky", k);
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| field(f, "status.state")
+            == Some(json!("ready")))
+            .await
+    );
+    // Scale up: state stays ready while the new worker starts.
+    fake.edit("ray.io/v1", "RayCluster", "default", "sticky", |o| {
+        o["spec"]["workerGroupSpecs"][0]["replicas"] = json!(2);
+    });
+    assert!(
+        fake.wait_until(Duration::from_secs(3), |f| field(
+            f,
+            "status.desiredWorkerReplicas"
+        ) == Some(json!(2)))
+            .await
+    );
+    assert_eq!(field(&fake, "status.state"), Some(json!("ready")));
+    assert_eq!(field(&fake, "status.readyWorkerReplicas"), Some(json!(1)));
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| field(
+            f,
+            "status.readyWorkerReplicas"
+        ) == Some(json!(2)))
+            .await
+    );
+    assert_eq!(field(&fake, "status.observedGeneration"), Some(json!(2)));
+    // A template edit changes no counter: no status write, observedGeneration lags, and
+    // no pod is replaced.
+    let pods_before = fake.pods("default", "ray.io/cluster=sticky").len();
+    fake.edit("ray.io/v1", "RayCluster", "default", "sticky", |o| {
+        o["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] =
+            json!("rayproject/ray:2.61.0");
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(field(&fake, "metadata.generation"), Some(json!(3)));
+    assert_eq!(field(&fake, "status.observedGeneration"), Some(json!(2)));
+    let pods = fake.pods("default", "ray.io/cluster=sticky");
+    assert_eq!(pods.len(), pods_before);
+    assert!(
+        pods.iter()
+            .all(|p| p["spec"]["containers"][0]["image"] == "rayproject/ray:2.60.0")
+    );
+    // No `failed` state exists; a cluster in trouble keeps its last state.
+    assert_ne!(field(&fake, "status.state"), Some(json!("failed")));
 }

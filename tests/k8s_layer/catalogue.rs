@@ -121,13 +121,7 @@ async fn wait_for_ready_returns_when_state_ready() {
     k8s.apply(&raycluster("rc", 1), ApplyOptions::default())
         .await
         .unwrap();
-    fake.patch_status(
-        "ray.io/v1",
-        "RayCluster",
-        "default",
-        "rc",
-        json!({"state": "ready"}),
-    );
+    fake.patch_status("ray.io/v1", "RayCluster", "default", "rc", ready_status(1));
     let rc = k8s
         .wait_for(
             &ar("RayCluster"),

@@ -57,6 +57,14 @@ pub fn raycluster(name: &str, workers: i64) -> Value {
     })
 }
 
+/// The status KubeRay writes for a RayCluster of `workers` workers that is ready
+/// (`raycluster_controller.go: calculateStatus`), for tests that drive it by hand.
+pub fn ready_status(workers: i64) -> Value {
+    json!({"state": "ready", "desiredWorkerReplicas": workers, "readyWorkerReplicas": workers,
+           "conditions": [{"type": "HeadPodReady", "status": "True",
+                           "reason": "HeadPodRunningAndReady", "message": ""}]})
+}
+
 /// A TCP proxy in front of an address; `cut()` closes every open connection (new ones
 /// are still accepted), as a flaky network or a restarting load balancer would.
 pub struct CuttableProxy {

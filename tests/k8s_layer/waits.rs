@@ -33,10 +33,13 @@ async fn waits_for_a_raycluster_to_become_ready() {
     assert_eq!(fake.requests(|r| r.watch).len(), 1);
 }
 
+/// KubeRay v1.5.1 never sets `state: failed` (the constant is deprecated): a head that
+/// keeps crashing leaves the cluster not ready, and the timeout shows HeadPodReady's
+/// reason from the last status.
 #[tokio::test]
-async fn a_failed_raycluster_ends_the_wait_with_its_reason() {
+async fn a_crash_looping_head_times_out_with_head_pod_ready_in_the_status() {
     let (fake, k8s) = setup().await;
-    fake.set_cluster_fate("rc", ClusterFate::Failed("head pod OOMKilled".into()));
+    fake.set_cluster_fate("rc", ClusterFate::HeadCrashLoop);
     k8s.apply(&raycluster("rc", 1), ApplyOptions::default())
         .await
         .unwrap();
@@ -45,17 +48,53 @@ async fn a_failed_raycluster_ends_the_wait_with_its_reason() {
             &ar("RayCluster"),
             "default",
             "rc",
-            Duration::from_secs(20),
+            Duration::from_secs(2),
             "ready",
             raycluster_ready,
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, "nrl::k8s::raycluster_failed");
+    assert_eq!(err.code, "nrl::k8s::timeout");
+    assert!(err.message.contains("CrashLoopBackOff"), "{}", err.message);
     assert!(
-        err.message.contains("head pod OOMKilled"),
+        !err.message.contains("\"state\":\"failed\""),
         "{}",
         err.message
+    );
+}
+
+/// Regression of issue 14 item 4: `state` stays `ready` through a scale-up, so the wait
+/// must hold until the new spec's workers are ready.
+#[tokio::test]
+async fn raycluster_ready_after_a_scale_up_means_the_new_workers_are_ready() {
+    let (fake, k8s) = setup().await;
+    fake.set_timings(|t| t.pod_start = Duration::from_millis(600));
+    let rcs = ar("RayCluster");
+    let wait = || {
+        k8s.wait_for(
+            &rcs,
+            "default",
+            "rc",
+            Duration::from_secs(20),
+            "ready",
+            raycluster_ready,
+        )
+    };
+    k8s.apply(&raycluster("rc", 1), ApplyOptions::default())
+        .await
+        .unwrap();
+    wait().await.unwrap();
+    k8s.apply(&raycluster("rc", 2), ApplyOptions::default())
+        .await
+        .unwrap();
+    let ready = wait().await.unwrap();
+    assert_eq!(ready["status"]["state"], "ready");
+    assert_eq!(ready["status"]["desiredWorkerReplicas"], 2);
+    assert_eq!(ready["status"]["readyWorkerReplicas"], 2);
+    // The fake keeps `state` sticky, as KubeRay does: it never went back to "".
+    assert_eq!(
+        fake.field("ray.io/v1", "RayCluster", "default", "rc", "status.state"),
+        Some(json!("ready"))
     );
 }
 
@@ -149,24 +188,85 @@ async fn the_check_sees_every_state_and_can_fail_the_wait() {
 #[tokio::test]
 async fn deployment_availability() {
     let (_fake, k8s) = setup().await;
-    let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+    let dep = |image: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "vllm"},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "vllm"}},
                  "template": {"metadata": {"labels": {"app": "vllm"}},
-                              "spec": {"containers": [{"name": "vllm", "image": "vllm:1"}]}}}});
-    k8s.apply(&dep, ApplyOptions::default()).await.unwrap();
-    let d = k8s
-        .wait_for(
-            &ar("Deployment"),
+                              "spec": {"containers": [{"name": "vllm", "image": image}]}}}})
+    };
+    let deployments = ar("Deployment");
+    let wait = || {
+        k8s.wait_for(
+            &deployments,
             "default",
             "vllm",
             Duration::from_secs(20),
             "available",
             deployment_available,
         )
+    };
+    k8s.apply(&dep("vllm:1"), ApplyOptions::default())
         .await
         .unwrap();
+    let d = wait().await.unwrap();
     assert_eq!(d["status"]["readyReplicas"], 2);
+    // Regression of issue 14 item 4: after a template change the old pods stay ready
+    // while the new ones start; rolled out means every replica is new and available and
+    // the old ones are gone (`kubectl rollout status`).
+    k8s.apply(&dep("vllm:2"), ApplyOptions::default())
+        .await
+        .unwrap();
+    let d = wait().await.unwrap();
+    assert_eq!(
+        d["status"]["observedGeneration"],
+        d["metadata"]["generation"]
+    );
+    assert_eq!(d["status"]["updatedReplicas"], 2);
+    assert_eq!(d["status"]["replicas"], 2);
+    assert_eq!(d["status"]["availableReplicas"], 2);
+}
+
+#[test]
+fn deployment_rollout_follows_kubectl() {
+    use nrl::k8s::wait::deployment_rollout;
+    let d = |generation: i64, status: serde_json::Value| {
+        json!({"metadata": {"name": "web", "generation": generation},
+               "spec": {"replicas": 2}, "status": status})
+    };
+    let pending = |o: &serde_json::Value| deployment_rollout(o).unwrap();
+    let full = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+                      "availableReplicas": 2, "readyReplicas": 2});
+    assert_eq!(pending(&d(2, full.clone())), None);
+    assert_eq!(
+        pending(&d(3, full.clone())).as_deref(),
+        Some("waiting for the deployment spec update to be observed")
+    );
+    let s = json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1,
+                   "availableReplicas": 3, "readyReplicas": 3});
+    assert_eq!(
+        pending(&d(2, s)).as_deref(),
+        Some("1 out of 2 new replicas have been updated")
+    );
+    let s = json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 2,
+                   "availableReplicas": 3, "readyReplicas": 3});
+    assert_eq!(
+        pending(&d(2, s)).as_deref(),
+        Some("1 old replicas are pending termination")
+    );
+    let s = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+                   "availableReplicas": 1, "readyReplicas": 2});
+    assert_eq!(
+        pending(&d(2, s)).as_deref(),
+        Some("1 of 2 updated replicas are available")
+    );
+    let s = json!({"observedGeneration": 2, "conditions": [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]});
+    let err = deployment_rollout(&d(2, s)).unwrap_err();
+    assert_eq!(
+        err.message,
+        "deployment \"web\" exceeded its progress deadline"
+    );
 }
 
 #[tokio::test]
@@ -213,13 +313,7 @@ async fn a_dropped_watch_resumes_without_missing_the_ready_event() {
             json!({"state": "provisioning"}),
         );
         // The ready event lands while the watch is down, then its history is gone.
-        fake.patch_status(
-            "ray.io/v1",
-            "RayCluster",
-            "default",
-            "rc",
-            json!({"state": "ready"}),
-        );
+        fake.patch_status("ray.io/v1", "RayCluster", "default", "rc", ready_status(1));
         fake.compact_history();
     };
     let (res, ()) = tokio::join!(wait, drive);
@@ -264,13 +358,7 @@ async fn a_long_wait_costs_one_list_and_one_watch() {
                 json!({"readyWorkerReplicas": i}),
             );
         }
-        fake.patch_status(
-            "ray.io/v1",
-            "RayCluster",
-            "default",
-            "rc",
-            json!({"state": "ready"}),
-        );
+        fake.patch_status("ray.io/v1", "RayCluster", "default", "rc", ready_status(1));
     };
     let (res, ()) = tokio::join!(wait, drive);
     res.unwrap();
@@ -316,7 +404,7 @@ async fn rayjob_waits_end_on_every_terminal_deployment_status() {
     assert_eq!(done["status"]["jobStatus"], "FAILED");
     // States the simulation does not reach by itself, set by hand: they end the wait too
     // (the reference kept polling them for a day).
-    for (name, state) in [("invalid", "ValidationFailed"), ("parked", "Suspended")] {
+    for (name, state) in [("invalid", "ValidationFailed")] {
         let mut rj = rayjob(name);
         rj["status"] = json!({"jobDeploymentStatus": state});
         fake.put(rj);
@@ -333,6 +421,34 @@ async fn rayjob_waits_end_on_every_terminal_deployment_status() {
             .unwrap();
         assert_eq!(o["status"]["jobDeploymentStatus"], state);
     }
+    // Issue 14 item 5: Suspended is where a RayJob waits for Kueue's admission; it does
+    // not end the wait.
+    let mut rj = rayjob("parked");
+    rj["spec"]["suspend"] = json!(true);
+    rj["spec"]["shutdownAfterJobFinishes"] = json!(true);
+    fake.put(rj);
+    let err = k8s
+        .wait_for(
+            &rjs,
+            "default",
+            "parked",
+            Duration::from_secs(2),
+            "finished",
+            rayjob_terminal,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "nrl::k8s::timeout");
+    assert_eq!(
+        fake.field(
+            "ray.io/v1",
+            "RayJob",
+            "default",
+            "parked",
+            "status.jobDeploymentStatus"
+        ),
+        Some(json!("Suspended"))
+    );
 }
 
 #[tokio::test]

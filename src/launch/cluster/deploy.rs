@@ -10,7 +10,7 @@ use crate::config::layers::LoadedConfig;
 use crate::config::schema::DeploymentSpec;
 use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::deployment_available;
+use crate::k8s::wait::{deployment_available, deployment_rollout};
 use crate::k8s::{ApplyOptions, K8s};
 use crate::render::deployment::{deployment, service};
 
@@ -51,7 +51,8 @@ pub fn deployment_manifests(cfg: &LoadedConfig, key: &str) -> Result<(Json, Opti
 }
 
 /// Apply `deployments.<key>` and its Service. With `wait` (or a `healthCheckUrl`), wait
-/// until the Deployment is available — within `timeout`, or `healthCheckTimeoutS` when
+/// until the Deployment is rolled out as `kubectl rollout status` decides it (new pods
+/// available, old ones gone; see [`deployment_available`]) — within `timeout`, or `healthCheckTimeoutS` when
 /// only the health check asks for it — then run the health check if one is set.
 pub async fn ensure_deployment(
     k8s: &K8s,
@@ -91,16 +92,9 @@ pub async fn ensure_deployment(
             "[{tag}] waiting for Deployment {name} to be available"
         ));
         k8s.wait_for(&deployments, ns, name, timeout, "available", |o| {
-            if let Some(o) = o {
-                step.update(format!(
-                    "[{tag}] waiting for Deployment {name}: {}/{} replicas ready",
-                    o.pointer("/status/readyReplicas")
-                        .and_then(Json::as_i64)
-                        .unwrap_or(0),
-                    o.pointer("/spec/replicas")
-                        .and_then(Json::as_i64)
-                        .unwrap_or(1),
-                ));
+            // kubectl rollout status's words for what the rollout still waits for.
+            if let Some(Ok(Some(left))) = o.map(deployment_rollout) {
+                step.update(format!("[{tag}] waiting for Deployment {name}: {left}"));
             }
             deployment_available(o)
         })

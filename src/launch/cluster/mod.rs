@@ -19,8 +19,11 @@ use crate::config::env::username;
 use crate::config::layers::LoadedConfig;
 use crate::config::schema::{ClusterSpec, Role};
 use crate::diag::{Diag, Result};
+use crate::k8s::Verdict;
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::{raycluster_ready, str_at};
+use crate::k8s::wait::{
+    desired_workers, raycluster_pods_settled, raycluster_progress, raycluster_ready,
+};
 use crate::k8s::{ApplyOptions, Drift, K8s};
 use crate::render::raycluster::raycluster;
 
@@ -89,6 +92,10 @@ pub struct EnsureOutcome {
     pub action: EnsureAction,
     /// The RayCluster when it was seen ready (`None` without `wait`).
     pub ready: Option<Json>,
+    /// Pod-template paths that differ from the rendered manifest and were left alone:
+    /// KubeRay never rolls template edits into existing pods, so only `--recreate`
+    /// applies them (nothing waits for them).
+    pub template_drift: Vec<String>,
 }
 
 /// `<cluster>-head-svc`: KubeRay's head Service (dashboard on 8265).
@@ -159,10 +166,26 @@ pub async fn ensure_cluster(
         Some(l) => k8s.drift_from(l, &manifest).await?,
         None => Drift::Missing,
     };
-    let changed = match &drift {
+    let mut changed = match &drift {
         Drift::Changed(paths) => paths.clone(),
         _ => Vec::new(),
     };
+    // In place, only counts and the like take effect; pod templates would reach only
+    // pods created later (ray-operator/controllers/ray/raycluster_controller.go:
+    // reconcilePods compares pod counts, never templates). They stay drift.
+    let mut template_drift = Vec::new();
+    let mut manifest = manifest;
+    if opts.on_drift == OnDrift::Apply
+        && let Some(l) = &live
+        && changed.iter().any(|p| is_template_path(p))
+    {
+        (template_drift, changed) = changed.into_iter().partition(|p| is_template_path(p));
+        manifest = with_live_templates(&manifest, l);
+        progress.line(format!(
+            "[{tag}] warning: the pod templates of RayCluster {name} differ from the rendered manifest ({}); KubeRay does not roll template changes into running pods, so they are left as they are: pass --recreate to delete and re-create the cluster with them",
+            template_drift.join(", ")
+        ));
+    }
     if !changed.is_empty() && opts.on_drift == OnDrift::Recreate {
         progress.line(format!(
             "[{tag}] --recreate: RayCluster {name} has drifted ({}); deleting and re-applying",
@@ -190,12 +213,13 @@ pub async fn ensure_cluster(
             own_dra(k8s, &dra, &created).await?;
             EnsureAction::Recreated(changed)
         }
-        (Some(_), _) if changed.is_empty() => {
+        (Some(_), _) if changed.is_empty() && template_drift.is_empty() => {
             progress.line(format!(
                 "[{tag}] RayCluster {name} already exists and matches — reusing"
             ));
             EnsureAction::Unchanged
         }
+        (Some(_), _) if changed.is_empty() => EnsureAction::Unchanged,
         (Some(_), OnDrift::Apply | OnDrift::Recreate) => {
             progress.line(format!(
                 "[{tag}] RayCluster {name} differs from the rendered manifest ({}); applying",
@@ -223,7 +247,56 @@ pub async fn ensure_cluster(
         namespace: ns.to_string(),
         action,
         ready,
+        template_drift,
     })
+}
+
+/// `spec.headGroupSpec.template…` or `spec.workerGroupSpecs[i].template…`: a pod template.
+fn is_template_path(p: &str) -> bool {
+    let rest = if let Some(r) = p.strip_prefix("spec.headGroupSpec.") {
+        r
+    } else if let Some(r) = p.strip_prefix("spec.workerGroupSpecs[") {
+        match r.split_once("].") {
+            Some((i, r)) if i.bytes().all(|b| b.is_ascii_digit()) => r,
+            _ => return false,
+        }
+    } else {
+        return false;
+    };
+    rest == "template" || rest.starts_with("template.")
+}
+
+/// `manifest` with the pod templates of `live` (the head's, and each worker group's by
+/// `groupName`; new groups keep the rendered one): an in-place apply that changes counts
+/// but leaves the templates, which stay visible as drift.
+fn with_live_templates(manifest: &Json, live: &Json) -> Json {
+    let mut out = manifest.clone();
+    if let (Some(t), Some(head)) = (
+        live.pointer("/spec/headGroupSpec/template"),
+        out.pointer_mut("/spec/headGroupSpec"),
+    ) {
+        head["template"] = t.clone();
+    }
+    let live_groups = live
+        .pointer("/spec/workerGroupSpecs")
+        .and_then(Json::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(groups) = out
+        .pointer_mut("/spec/workerGroupSpecs")
+        .and_then(Json::as_array_mut)
+    {
+        for g in groups {
+            let live_t = live_groups
+                .iter()
+                .find(|l| l.get("groupName").is_some() && l.get("groupName") == g.get("groupName"))
+                .and_then(|l| l.get("template"));
+            if let Some(t) = live_t {
+                g["template"] = t.clone();
+            }
+        }
+    }
+    out
 }
 
 /// A RayJob named like the cluster owns the head Service `<name>-head-svc` KubeRay
@@ -242,8 +315,10 @@ async fn check_head_service_collision(k8s: &K8s, ns: &str, name: &str) -> Result
     Ok(())
 }
 
-/// Watch the RayCluster until it is ready (or failed, or the deadline passes), showing
-/// its state and ready workers as it goes. On timeout the pods' states are added.
+/// Watch the RayCluster until it is ready for its current spec (see [`raycluster_ready`]:
+/// `status.state` alone is sticky), showing its state and ready workers as it goes, then
+/// watch its pods until exactly the wanted ones run (after a scale-down the status
+/// counters still include terminating pods). On timeout the pods' states are added.
 pub async fn wait_ready(
     k8s: &K8s,
     ns: &str,
@@ -253,27 +328,51 @@ pub async fn wait_ready(
     progress: &Progress,
 ) -> Result<Json> {
     let tag = role.as_str();
+    let deadline = tokio::time::Instant::now() + timeout;
     let step = progress.step(format!(
-        "[{tag}] waiting for RayCluster {name} to reach state=ready"
+        "[{tag}] waiting for RayCluster {name} to be ready with its desired workers"
     ));
     let rcs = by_kind("RayCluster")?;
-    let res = k8s
-        .wait_for(&rcs, ns, name, timeout, "ready", |o| {
-            if let Some(o) = o {
+    let res = async {
+        let rc = k8s
+            .wait_for(&rcs, ns, name, timeout, "ready", |o| {
+                if let Some(o) = o {
+                    step.update(format!(
+                        "[{tag}] waiting for RayCluster {name}: {}",
+                        raycluster_progress(o)
+                    ));
+                }
+                raycluster_ready(o)
+            })
+            .await?;
+        let workers = desired_workers(&rc);
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        k8s.wait_for_all(
+            &by_kind("Pod")?,
+            ns,
+            &format!("ray.io/cluster={name}"),
+            left,
+            &format!("exactly 1 head and {workers} workers, running and ready"),
+            |pods| {
+                let terminating = pods
+                    .iter()
+                    .filter(|p| p.pointer("/metadata/deletionTimestamp").is_some())
+                    .count();
                 step.update(format!(
-                    "[{tag}] waiting for RayCluster {name}: state={}, workers ready {}/{}",
-                    str_at(o, "/status/state").unwrap_or("pending"),
-                    o.pointer("/status/readyWorkerReplicas")
-                        .and_then(Json::as_i64)
-                        .unwrap_or(0),
-                    o.pointer("/status/desiredWorkerReplicas")
-                        .and_then(Json::as_i64)
-                        .unwrap_or(0),
+                    "[{tag}] waiting for RayCluster {name}: {} pods, {terminating} terminating",
+                    pods.len()
                 ));
-            }
-            raycluster_ready(o)
-        })
-        .await;
+                if raycluster_pods_settled(pods, workers) {
+                    Verdict::Done(())
+                } else {
+                    Verdict::Pending
+                }
+            },
+        )
+        .await?;
+        Ok::<_, Diag>(rc)
+    }
+    .await;
     match res {
         Ok(rc) => {
             step.finish(format!("[{tag}] RayCluster {name} is ready."));

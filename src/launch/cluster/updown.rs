@@ -29,6 +29,9 @@ pub struct UpOptions {
     pub wait: bool,
     pub timeout: Duration,
     pub force: bool,
+    /// Delete and re-create a RayCluster that drifted (the only way pod-template
+    /// changes reach its pods); otherwise the drift is applied in place.
+    pub recreate: bool,
     /// Submit daemons (needs `wait`: a daemon goes to a ready cluster).
     pub daemons: bool,
     /// Where daemons' `rayUploadPaths` are taken from.
@@ -91,7 +94,11 @@ pub async fn cluster_up(
             match t {
                 Target::Role(role) => {
                     let ensure = EnsureOptions {
-                        on_drift: OnDrift::Apply,
+                        on_drift: if opts.recreate {
+                            OnDrift::Recreate
+                        } else {
+                            OnDrift::Apply
+                        },
                         wait: opts.wait,
                         timeout: opts.timeout,
                         force: opts.force,

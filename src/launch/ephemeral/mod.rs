@@ -218,9 +218,11 @@ pub async fn start(
         "[rayjob] waiting for the RayCluster to come up (KubeRay: Waiting) to upload the working_dir",
     );
     let ready = waiter
-        .until(opts.timeout, |s| {
-            s.terminal() || s.deployment.as_deref() == Some("Waiting")
-        })
+        .until(
+            opts.timeout,
+            "in state Waiting (its RayCluster ready for the upload)",
+            |s| s.terminal() || s.deployment.as_deref() == Some("Waiting"),
+        )
         .await;
     let state = match ready {
         Ok(Some(state)) => state,

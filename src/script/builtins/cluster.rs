@@ -41,11 +41,12 @@ use crate::script::plan::object_key;
 /// Default deadline of each deletion wait of `down` (as `nrl cluster down`).
 const DOWN_TIMEOUT: Duration = Duration::from_secs(600);
 
-const UP_OPTIONS: [&str; 8] = [
+const UP_OPTIONS: [&str; 9] = [
     "targets",
     "wait",
     "timeout",
     "force",
+    "recreate",
     "daemons",
     "repo_root",
     "validate",
@@ -325,6 +326,7 @@ fn bring_up(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<
         wait: o.bool("wait", true)?,
         timeout: o.seconds("timeout", DEFAULT_READY_TIMEOUT)?,
         force: o.bool("force", false)?,
+        recreate: o.bool("recreate", false)?,
         daemons: o.bool("daemons", true)?,
         repo_root: match o.str("repo_root") {
             Some(p) => super::util::confined(&h, &p).map_err(fail)?,
@@ -375,13 +377,18 @@ fn handle_of(cfg: &Config, o: &UpOutcome) -> Cluster {
     let namespace = cfg.loaded().infra.namespace.clone();
     match o {
         UpOutcome::Cluster { cluster, daemon } => {
-            let (action, drift) = match &cluster.action {
+            let (action, mut drift) = match &cluster.action {
                 EnsureAction::Created => ("created", Vec::new()),
+                EnsureAction::Unchanged if !cluster.template_drift.is_empty() => {
+                    ("drifted", Vec::new())
+                }
                 EnsureAction::Unchanged => ("unchanged", Vec::new()),
                 EnsureAction::Updated(p) => ("updated", p.clone()),
                 EnsureAction::DriftIgnored(p) => ("drifted", p.clone()),
                 EnsureAction::Recreated(p) => ("recreated", p.clone()),
             };
+            // Pod-template drift is left alone in place (only `recreate: true` applies it).
+            drift.extend(cluster.template_drift.iter().cloned());
             Cluster {
                 target: format!("kuberay.{}", cluster.role.as_str()),
                 kind: "RayCluster",

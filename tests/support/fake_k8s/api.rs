@@ -198,6 +198,14 @@ impl FakeK8s {
         lock(&self.state.rules).clusters.set(glob, fate);
     }
 
+    /// Queue RayJobs whose name matches `glob` as Kueue would: they are created suspended
+    /// and admitted (`spec.suspend: false`) `admit_after` later (`None`: never).
+    pub fn set_kueue(&self, glob: &str, admit_after: Option<Duration>) {
+        lock(&self.state.rules)
+            .kueue
+            .set(glob, Some(admit_after.unwrap_or(Duration::MAX)));
+    }
+
     /// How Ray jobs of RayJobs whose name matches `glob` end (fake runner).
     pub fn set_rayjob_script(&self, glob: &str, script: RayJobScript) {
         lock(&self.state.rules).ray_jobs.set(glob, script);

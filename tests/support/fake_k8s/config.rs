@@ -53,8 +53,10 @@ pub enum ClusterFate {
     Ready,
     /// Pods stay Pending (Unschedulable); the state never becomes `ready`.
     StuckPending,
-    /// The operator gives up: `status.state: failed` with this reason.
-    Failed(String),
+    /// The head pod's container keeps crashing (`CrashLoopBackOff`): KubeRay v1.5.1 never
+    /// sets a `failed` state (the constant is deprecated, `apis/ray/v1/raycluster_types.go`
+    /// `Failed`); the cluster just never becomes ready and `HeadPodReady` says why.
+    HeadCrashLoop,
     /// The operator leaves it alone (no pods, no status writes): the test drives it.
     Unmanaged,
 }
@@ -218,6 +220,10 @@ pub struct SimRules {
     /// A real Ray dashboard (`http://127.0.0.1:PORT`): RayJobs are submitted to it and head
     /// pods' port 8265 forwards to it.
     pub ray_dashboard: Option<String>,
+    /// Kueue, for RayJobs whose name matches: created suspended (`spec.suspend: true`, as
+    /// Kueue's webhook does for queued jobs), admitted (`suspend: false`) after the delay;
+    /// `None` (the default) means no Kueue.
+    pub kueue: Rules<Option<Duration>>,
 }
 
 impl Default for SimRules {
@@ -228,6 +234,7 @@ impl Default for SimRules {
             jobs: Rules::new(JobScript::succeeds()),
             pods: Vec::new(),
             ray_dashboard: None,
+            kueue: Rules::new(None),
         }
     }
 }

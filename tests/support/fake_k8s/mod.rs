@@ -52,7 +52,7 @@
 //! - State: `get`, `get_as::<K>`, `list`, `pods`, `pod_name`, `field`, `put`, `put_as`, `edit`,
 //!   `patch_status`, `delete`, `create_namespace`, `set_pod_phase`, `append_pod_log`.
 //! - Simulations: `set_timings`, `set_cluster_fate` ([`ClusterFate`]: Ready, StuckPending,
-//!   Failed, Unmanaged), `set_rayjob_script` ([`RayJobScript`]), `set_job_script`
+//!   HeadCrashLoop, Unmanaged), `set_rayjob_script` ([`RayJobScript`]), `set_job_script`
 //!   ([`JobScript`]: exit code per attempt, run time, log lines), `set_pod_fate`
 //!   ([`PodFate`]), `use_ray_dashboard` (real Ray), `forward_port`, `forward_port_by_labels`.
 //! - Faults and access: `inject` ([`FaultMatch`] + [`FaultAction`]), `fail_next`,

@@ -39,11 +39,23 @@ fn fate_of(state: &State, pod: &Value) -> PodFate {
     if let Some(cluster) = pod
         .pointer("/metadata/labels/ray.io~1cluster")
         .and_then(Value::as_str)
-        && rules.clusters.get(cluster) == ClusterFate::StuckPending
     {
-        return PodFate::Unschedulable(
-            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.".into(),
-        );
+        match rules.clusters.get(cluster) {
+            ClusterFate::StuckPending => {
+                return PodFate::Unschedulable(
+                    "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.".into(),
+                );
+            }
+            ClusterFate::HeadCrashLoop
+                if pod
+                    .pointer("/metadata/labels/ray.io~1node-type")
+                    .and_then(Value::as_str)
+                    == Some("head") =>
+            {
+                return PodFate::CrashLoopBackOff;
+            }
+            _ => {}
+        }
     }
     PodFate::Run
 }

@@ -15,19 +15,15 @@ use crate::support::fake_k8s::state::{State, WriteOpts};
 
 pub const MANAGER: &str = "kuberay-operator";
 
-/// The head Service name: KubeRay names it after the RayJob for clusters a RayJob created.
+/// The RayCluster's head Service: `headGroupSpec.headService.metadata.name`, else
+/// `<cluster>-head-svc`, for RayJob-created clusters too (`utils/util.go:
+/// GenerateHeadServiceName`). The RayJob's own `<rayjob>-head-svc` is another Service
+/// (sim/rayjob.rs `ensure_rayjob_service`).
 pub fn head_service_name(rc: &Value) -> String {
-    let labels = rc.pointer("/metadata/labels");
-    let origin = labels
-        .and_then(|l| l.get("ray.io/originated-from-crd"))
-        .and_then(Value::as_str);
-    let origin_name = labels
-        .and_then(|l| l.get("ray.io/originated-from-cr-name"))
-        .and_then(Value::as_str);
-    match (origin, origin_name) {
-        (Some("RayJob"), Some(n)) => format!("{n}-head-svc"),
-        _ => format!("{}-head-svc", name_of(rc)),
-    }
+    rc.pointer("/spec/headGroupSpec/headService/metadata/name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{}-head-svc", name_of(rc)))
 }
 
 fn group_labels(rc_name: &str, node_type: &str, group: &str) -> Map<String, Value> {
@@ -128,16 +124,32 @@ fn ensure_service(state: &State, rc: &Value) {
     let _ = state.create(&SERVICES, ns, svc, &WriteOpts::manager(MANAGER));
 }
 
-fn is_running(pod: &Value) -> bool {
+/// Phase Running and condition Ready True (`ray-operator/controllers/ray/utils/util.go:
+/// IsRunningAndReady`).
+fn running_and_ready(pod: &Value) -> bool {
     pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
-        && pod.pointer("/metadata/deletionTimestamp").is_none()
-        && pod
-            .pointer("/status/containerStatuses")
-            .and_then(Value::as_array)
-            .is_none_or(|cs| {
-                cs.iter()
-                    .all(|c| c.get("ready").and_then(Value::as_bool) != Some(false))
-            })
+        && pod_condition(pod, "Ready")
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            == Some("True")
+}
+
+/// Every pod Running, none with a Ready condition that is not True, and at least one pod
+/// (`utils/util.go: CheckAllPodsRunning`): a Running pod without conditions counts.
+fn all_pods_running(pods: &[Value]) -> bool {
+    !pods.is_empty()
+        && pods.iter().all(|p| {
+            p.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+                && pod_condition(p, "Ready")
+                    .is_none_or(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+        })
+}
+
+fn pod_condition<'a>(pod: &'a Value, kind: &str) -> Option<&'a Value> {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
 }
 
 fn alive(pods: Vec<Value>) -> Vec<Value> {
@@ -150,10 +162,125 @@ fn int(v: Option<&Value>, default: i64) -> i64 {
     v.and_then(Value::as_i64).unwrap_or(default)
 }
 
+fn group_suspended(g: &Value) -> bool {
+    g.get("suspend").and_then(Value::as_bool) == Some(true)
+}
+
+/// Pods a worker group wants: `utils/util.go: GetWorkerGroupDesiredReplicas` (suspended
+/// group 0; min > max uses max; replicas clamped into [min, max]; times numOfHosts, which
+/// `reconcilePods` raises to at least 1).
+fn group_desired(g: &Value) -> i64 {
+    if group_suspended(g) {
+        return 0;
+    }
+    let min = int(g.get("minReplicas"), 0);
+    let max = int(g.get("maxReplicas"), i64::from(i32::MAX));
+    let replicas = int(g.get("replicas"), min);
+    let n = if min > max {
+        max
+    } else if replicas < min {
+        min
+    } else {
+        replicas.min(max)
+    };
+    n * int(g.get("numOfHosts"), 1).max(1)
+}
+
+/// The head Pod Ready condition as KubeRay mirrors it into `HeadPodReady`
+/// (`utils/util.go: FindHeadPodReadyCondition`, `firstNotReadyContainerStatus`).
+fn head_pod_ready(head: Option<&Value>) -> Value {
+    let Some(head) = head else {
+        return condition(
+            "HeadPodReady",
+            false,
+            "HeadPodNotFound",
+            "Head Pod not found",
+        );
+    };
+    let Some(ready) = pod_condition(head, "Ready") else {
+        return condition("HeadPodReady", false, "Unknown", "");
+    };
+    let s = |k: &str| {
+        ready
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let is_true = s("status") == "True";
+    let mut reason = s("reason");
+    let mut message = s("message");
+    if is_true && reason.is_empty() {
+        reason = "HeadPodRunningAndReady".into();
+    }
+    if reason.is_empty() {
+        reason = "Unknown".into();
+    }
+    if reason == "ContainersNotReady"
+        && let Some(first) = head
+            .pointer("/status/containerStatuses")
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter().find_map(|c| {
+                    let st = c.get("state")?;
+                    let inner = st.get("waiting").or_else(|| st.get("terminated"))?;
+                    Some((
+                        inner
+                            .get("reason")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        format!(
+                            "{}: {}",
+                            c.get("name").and_then(Value::as_str).unwrap_or(""),
+                            inner.get("message").and_then(Value::as_str).unwrap_or("")
+                        ),
+                    ))
+                })
+            })
+    {
+        if !message.is_empty() {
+            message.push_str("; ");
+        }
+        message.push_str(&first.1);
+        reason = first.0;
+    }
+    condition("HeadPodReady", is_true, &reason, &message)
+}
+
+/// The status fields whose change makes KubeRay write the status
+/// (`utils/consistency.go: InconsistentRayClusterStatus`): not `observedGeneration`,
+/// `lastUpdateTime` or the desired resources.
+fn inconsistent(old: &Value, new: &Value) -> bool {
+    let conds = |s: &Value| {
+        super::without_volatile(
+            &json!({"conditions": s.get("conditions").cloned().unwrap_or(Value::Null)}),
+        )
+    };
+    [
+        "state",
+        "reason",
+        "readyWorkerReplicas",
+        "availableWorkerReplicas",
+        "desiredWorkerReplicas",
+        "minWorkerReplicas",
+        "maxWorkerReplicas",
+        "endpoints",
+        "head",
+    ]
+    .iter()
+    .any(|k| old.get(*k) != new.get(*k))
+        || conds(old) != conds(new)
+}
+
+/// One pass of `raycluster_controller.go: rayClusterReconcile`: pods by count
+/// (`reconcilePods`: no rolling update, templates reach only new pods), then
+/// `calculateStatus`, written only when [`inconsistent`].
 pub fn reconcile(state: &Arc<State>, _ctx: &mut SimCtx, _requeue: &Requeue, ns: &str, name: &str) {
     let Ok(rc) = state.get(&RAYCLUSTERS, ns, name) else {
         return;
     };
+    // rayClusterReconcile: a cluster being deleted is left to the garbage collector.
     if rc.pointer("/metadata/deletionTimestamp").is_some() {
         return;
     }
@@ -161,120 +288,123 @@ pub fn reconcile(state: &Arc<State>, _ctx: &mut SimCtx, _requeue: &Requeue, ns: 
     if fate == ClusterFate::Unmanaged {
         return;
     }
-    let suspended = rc.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    let suspend = rc.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
     let opts = WriteOpts::manager(MANAGER);
-
-    let head_sel = group_labels(name, "head", "headgroup");
-    let mut heads = alive(pods_matching(state, ns, &head_sel));
-    let mut desired_workers = 0i64;
-    let (mut min_w, mut max_w) = (0i64, 0i64);
-    let mut workers_running = 0i64;
-    let mut all_workers: Vec<Value> = Vec::new();
     let groups = rc
         .pointer("/spec/workerGroupSpecs")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-
-    if suspended {
-        for p in heads.iter().chain(all_workers.iter()) {
-            let _ = state.delete(&PODS, ns, name_of(p), &Default::default());
-        }
-        for g in &groups {
-            let gname = g
-                .get("groupName")
-                .and_then(Value::as_str)
-                .unwrap_or("workers");
-            for p in alive(pods_matching(
-                state,
-                ns,
-                &group_labels(name, "worker", gname),
-            )) {
-                let _ = state.delete(&PODS, ns, name_of(&p), &Default::default());
-            }
-        }
-        let _ = update_status(state, &RAYCLUSTERS, ns, name, MANAGER, |o| {
-            let mut s = o.get("status").cloned().unwrap_or_else(|| json!({}));
-            s["state"] = json!("suspended");
-            s["readyWorkerReplicas"] = json!(0);
-            s
-        });
-        return;
-    }
+    let mut all_sel = Map::new();
+    all_sel.insert("ray.io/cluster".into(), json!(name));
+    // (reason, message) of a failed pod operation: `ReplicaFailure` condition
+    // (`utils/constant.go`, `RayClusterReplicaFailureReason`).
+    let mut reconcile_err: Option<(&str, String)> = None;
 
     ensure_service(state, &rc);
-    if heads.is_empty()
-        && let Some(tmpl) = rc.pointer("/spec/headGroupSpec/template")
-    {
-        let pod = make_pod(
-            &rc,
-            tmpl,
-            format!("{name}-head-{}", random_suffix()),
-            head_sel.clone(),
-        );
-        match state.create(&PODS, ns, pod, &opts) {
-            Ok(p) => heads.push(p),
-            Err(e) => {
+    if suspend {
+        // reconcilePods: a suspending cluster has all its pods deleted (DeleteCollection).
+        for p in alive(pods_matching(state, ns, &all_sel)) {
+            let _ = state.delete(&PODS, ns, name_of(&p), &Default::default());
+        }
+    } else {
+        let head_sel = group_labels(name, "head", "headgroup");
+        if alive(pods_matching(state, ns, &head_sel)).is_empty()
+            && let Some(tmpl) = rc.pointer("/spec/headGroupSpec/template")
+        {
+            let pod = make_pod(
+                &rc,
+                tmpl,
+                format!("{name}-head-{}", random_suffix()),
+                head_sel.clone(),
+            );
+            if let Err(e) = state.create(&PODS, ns, pod, &opts) {
                 let msg = e
                     .status
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let _ = update_status(state, &RAYCLUSTERS, ns, name, MANAGER, |o| {
-                    let mut s = o.get("status").cloned().unwrap_or_else(|| json!({}));
-                    s["reason"] = json!(msg);
-                    s
-                });
-                return;
+                reconcile_err = Some(("FailedCreateHeadPod", msg));
+            }
+        }
+        for g in &groups {
+            let gname = g
+                .get("groupName")
+                .and_then(Value::as_str)
+                .unwrap_or("workers");
+            let want = group_desired(g);
+            let sel = group_labels(name, "worker", gname);
+            let mut pods = alive(pods_matching(state, ns, &sel));
+            while (pods.len() as i64) < want && reconcile_err.is_none() {
+                let Some(tmpl) = g.get("template") else { break };
+                let pod = make_pod(
+                    &rc,
+                    tmpl,
+                    format!("{name}-{gname}-worker-{}", random_suffix()),
+                    sel.clone(),
+                );
+                match state.create(&PODS, ns, pod, &opts) {
+                    Ok(p) => pods.push(p),
+                    Err(e) => {
+                        let msg = e
+                            .status
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        reconcile_err = Some(("FailedCreateWorkerPod", msg));
+                    }
+                }
+            }
+            // Surplus pods without autoscaling: arbitrary ones go (reconcilePods,
+            // "randomlyRemovedWorkers").
+            while (pods.len() as i64) > want {
+                if let Some(p) = pods.pop() {
+                    let _ = state.delete(&PODS, ns, name_of(&p), &Default::default());
+                }
             }
         }
     }
 
-    for g in &groups {
-        let gname = g
-            .get("groupName")
+    // calculateStatus: the pods labelled with the cluster, terminating ones included.
+    let pods = pods_matching(state, ns, &all_sel);
+    let is_worker = |p: &&Value| {
+        p.pointer("/metadata/labels/ray.io~1node-type")
             .and_then(Value::as_str)
-            .unwrap_or("workers");
-        let (min, max) = (
-            int(g.get("minReplicas"), 0),
-            int(g.get("maxReplicas"), i64::from(i32::MAX)),
-        );
-        let hosts = int(g.get("numOfHosts"), 1).max(1);
-        let replicas = int(g.get("replicas"), min).clamp(min, max.max(min));
-        let want = replicas * hosts;
-        desired_workers += replicas;
-        min_w += min;
-        max_w = max_w.saturating_add(max);
-        let sel = group_labels(name, "worker", gname);
-        let mut pods = alive(pods_matching(state, ns, &sel));
-        while (pods.len() as i64) < want {
-            let Some(tmpl) = g.get("template") else { break };
-            let pod = make_pod(
-                &rc,
-                tmpl,
-                format!("{name}-{gname}-worker-{}", random_suffix()),
-                sel.clone(),
-            );
-            match state.create(&PODS, ns, pod, &opts) {
-                Ok(p) => pods.push(p),
-                Err(_) => break,
-            }
-        }
-        while (pods.len() as i64) > want {
-            if let Some(p) = pods.pop() {
-                let _ = state.delete(&PODS, ns, name_of(&p), &Default::default());
-            }
-        }
-        // A multi-host replica is ready when all its hosts run.
-        let running = pods.iter().filter(|p| is_running(p)).count() as i64;
-        workers_running += running / hosts;
-        all_workers.extend(pods);
-    }
-
-    let head = heads.first().cloned();
-    let head_ready = head.as_ref().is_some_and(is_running);
-    let all_ready = head_ready && workers_running >= desired_workers;
+            == Some("worker")
+    };
+    let ready_workers = pods
+        .iter()
+        .filter(is_worker)
+        .filter(|p| running_and_ready(p))
+        .count();
+    let available_workers = pods
+        .iter()
+        .filter(is_worker)
+        .filter(|p| p.pointer("/status/phase").and_then(Value::as_str) == Some("Running"))
+        .count();
+    let desired: i64 = groups.iter().map(group_desired).sum();
+    let active = || groups.iter().filter(|g| !group_suspended(g));
+    let min_w: i64 = active()
+        .map(|g| int(g.get("minReplicas"), 0) * int(g.get("numOfHosts"), 1).max(1))
+        .sum();
+    let max_w: i64 = active()
+        .map(|g| {
+            int(g.get("maxReplicas"), i64::from(i32::MAX)) * int(g.get("numOfHosts"), 1).max(1)
+        })
+        .sum::<i64>()
+        .min(i64::from(i32::MAX));
+    // common.GetRayClusterHeadPod: the pod labelled head (terminating or not).
+    let head = pods
+        .iter()
+        .find(|p| {
+            p.pointer("/metadata/labels/ray.io~1node-type")
+                .and_then(Value::as_str)
+                == Some("head")
+        })
+        .cloned();
+    let all_running = all_pods_running(&pods);
     let svc_name = head_service_name(&rc);
     let svc_ip = state
         .get(&SERVICES, ns, &svc_name)
@@ -289,68 +419,157 @@ pub fn reconcile(state: &Arc<State>, _ctx: &mut SimCtx, _requeue: &Requeue, ns: 
         .into_iter()
         .map(|(n, p)| (n, json!(p.to_string())))
         .collect();
-    let _ = update_status(state, &RAYCLUSTERS, ns, name, MANAGER, |o| {
-        let old = o.get("status").cloned().unwrap_or_else(|| json!({}));
-        let mut s = json!({
-            "desiredWorkerReplicas": desired_workers,
-            "minWorkerReplicas": min_w,
-            "maxWorkerReplicas": max_w,
-            "readyWorkerReplicas": workers_running,
-            "availableWorkerReplicas": workers_running,
-            "desiredCPU": "0", "desiredMemory": "0", "desiredGPU": "0", "desiredTPU": "0",
-            "endpoints": endpoints,
-            "observedGeneration": generation,
-        });
-        let mut head_status = json!({"serviceName": svc_name, "serviceIP": svc_ip});
-        if let Some(h) = &head {
-            head_status["podName"] = json!(name_of(h));
-            if let Some(ip) = h.pointer("/status/podIP") {
-                head_status["podIP"] = ip.clone();
-            }
+    let now = crate::support::fake_k8s::meta::now_rfc3339();
+    let old = rc.get("status").cloned().unwrap_or_else(|| json!({}));
+    let mut s = old.clone();
+    s["observedGeneration"] = generation;
+    s["readyWorkerReplicas"] = json!(ready_workers);
+    s["availableWorkerReplicas"] = json!(available_workers);
+    s["desiredWorkerReplicas"] = json!(desired);
+    s["minWorkerReplicas"] = json!(min_w);
+    s["maxWorkerReplicas"] = json!(max_w);
+    for k in ["desiredCPU", "desiredMemory", "desiredGPU", "desiredTPU"] {
+        s[k] = json!("0");
+    }
+    // `state: ready` when the pod count matches and every pod runs; it is never
+    // cleared afterwards (calculateStatus only ever sets it), and there is no `failed`.
+    if reconcile_err.is_none() && pods.len() as i64 == desired + 1 && all_running {
+        s["state"] = json!("ready");
+        if let Some(m) = s.as_object_mut() {
+            m.remove("reason");
         }
-        s["head"] = head_status;
-        let (state_str, reason) = match &fate {
-            ClusterFate::Failed(r) => (Some("failed"), Some(r.clone())),
-            _ if all_ready => (Some("ready"), None),
-            _ => (None, None),
-        };
-        if let Some(st) = state_str {
-            s["state"] = json!(st);
-            let mut times = old
-                .get("stateTransitionTimes")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            if old.get("state").and_then(Value::as_str) != Some(st) {
-                times[st] = json!(crate::support::fake_k8s::meta::now_rfc3339());
-            }
-            s["stateTransitionTimes"] = times;
+    }
+    if suspend && pods.is_empty() {
+        s["state"] = json!("suspended");
+    }
+    let old_conds: Vec<Value> = old
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let cond_true = |kind: &str| {
+        old_conds.iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(kind)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+    };
+    let mut conds: Vec<Value> = old_conds
+        .iter()
+        .filter(|c| {
+            !matches!(
+                c.get("type").and_then(Value::as_str),
+                Some("ReplicaFailure" | "HeadPodReady")
+            )
+        })
+        .cloned()
+        .collect();
+    let mut set = |c: Value| {
+        let kind = c.get("type").cloned();
+        match conds.iter_mut().find(|o| o.get("type") == kind.as_ref()) {
+            Some(o) => *o = c,
+            None => conds.push(c),
         }
-        if let Some(r) = reason {
-            s["reason"] = json!(r);
-        }
-        s["conditions"] = json!([
-            condition(
-                "HeadPodReady",
-                head_ready,
-                if head_ready {
-                    "HeadPodRunningAndReady"
-                } else {
-                    "HeadPodNotFound"
-                },
-                ""
-            ),
+    };
+    if let Some((reason, msg)) = &reconcile_err {
+        set(condition("ReplicaFailure", true, reason, msg));
+    }
+    set(head_pod_ready(head.as_ref()));
+    // FindRayClusterSuspendStatus, then the Provisioned / Suspending / Suspended rules.
+    let suspend_status = if cond_true("RayClusterSuspending") {
+        "Suspending"
+    } else if cond_true("RayClusterSuspended") {
+        "Suspended"
+    } else {
+        ""
+    };
+    if !cond_true("RayClusterProvisioned") && suspend_status != "Suspended" {
+        set(if all_running {
             condition(
                 "RayClusterProvisioned",
-                all_ready,
-                if all_ready {
-                    "AllPodRunningAndReadyFirstTime"
-                } else {
-                    "RayClusterPodsProvisioning"
-                },
-                ""
-            ),
-        ]);
-        s["lastUpdateTime"] = json!(crate::support::fake_k8s::meta::now_rfc3339());
-        s
-    });
+                true,
+                "AllPodRunningAndReadyFirstTime",
+                "All Ray Pods are ready for the first time",
+            )
+        } else {
+            condition(
+                "RayClusterProvisioned",
+                false,
+                "RayClusterPodsProvisioning",
+                "RayCluster Pods are being provisioned for first time",
+            )
+        });
+    }
+    match suspend_status {
+        "Suspending" => {
+            if pods.is_empty() {
+                set(condition(
+                    "RayClusterProvisioned",
+                    false,
+                    "RayClusterPodsProvisioning",
+                    "RayCluster has been suspended",
+                ));
+                set(condition(
+                    "RayClusterSuspending",
+                    false,
+                    "RayClusterSuspending",
+                    "",
+                ));
+                set(condition(
+                    "RayClusterSuspended",
+                    true,
+                    "RayClusterSuspended",
+                    "",
+                ));
+            }
+        }
+        "Suspended" => {
+            if !suspend {
+                set(condition(
+                    "RayClusterSuspended",
+                    false,
+                    "RayClusterSuspended",
+                    "",
+                ));
+            }
+        }
+        _ => {
+            set(condition(
+                "RayClusterSuspended",
+                false,
+                "RayClusterSuspended",
+                "",
+            ));
+            set(condition(
+                "RayClusterSuspending",
+                suspend,
+                "RayClusterSuspending",
+                "",
+            ));
+        }
+    }
+    s["conditions"] = json!(conds);
+    s["endpoints"] = json!(endpoints);
+    let mut head_status = json!({"serviceName": svc_name, "serviceIP": svc_ip});
+    if let Some(h) = &head {
+        head_status["podName"] = json!(name_of(h));
+        if let Some(ip) = h.pointer("/status/podIP") {
+            head_status["podIP"] = ip.clone();
+        }
+    }
+    s["head"] = head_status;
+    s["lastUpdateTime"] = json!(now);
+    if old.get("state") != s.get("state")
+        && let Some(st) = s.get("state").and_then(Value::as_str)
+    {
+        let mut times = old
+            .get("stateTransitionTimes")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        times[st] = json!(now);
+        s["stateTransitionTimes"] = times;
+    }
+    if !inconsistent(&old, &s) {
+        return;
+    }
+    let _ = update_status(state, &RAYCLUSTERS, ns, name, MANAGER, |_| s);
 }

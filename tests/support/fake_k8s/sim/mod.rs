@@ -47,8 +47,10 @@ pub struct SimCtx {
     /// When the kubelet first saw a pod, and when it started running (by uid).
     pub pod_seen: HashMap<String, Instant>,
     pub pod_running: HashMap<String, Instant>,
-    /// RayJobs (by uid) whose job runner has been started.
+    /// RayJob attempts (`<uid>/<jobId>`) whose job runner has been started.
     pub runners: HashSet<String>,
+    /// RayJobs (by uid) the simulated Kueue has queued (suspended at creation).
+    pub queued: HashSet<String>,
     /// When a RayJob was first seen finished (by uid), for its TTL.
     pub ended: HashMap<String, Instant>,
     /// Pods (by uid) whose scripted logs were written.
@@ -155,7 +157,8 @@ fn work_for_event(ev: &StoredEvent, ctx: &mut SimCtx) -> Vec<Work> {
         let uid = super::meta::uid_of(&ev.object).to_string();
         ctx.pod_seen.remove(&uid);
         ctx.pod_running.remove(&uid);
-        ctx.runners.remove(&uid);
+        ctx.runners.retain(|r| !r.starts_with(&format!("{uid}/")));
+        ctx.queued.remove(&uid);
         ctx.ended.remove(&uid);
         ctx.logs_written.remove(&uid);
     } else if let Some(c) = own {
@@ -192,7 +195,7 @@ fn condition_key(c: &Value) -> (String, String) {
 }
 
 /// Compare statuses ignoring timestamps that change on every write.
-fn without_volatile(status: &Value) -> Value {
+pub fn without_volatile(status: &Value) -> Value {
     let mut s = status.clone();
     if let Some(m) = s.as_object_mut() {
         m.remove("lastUpdateTime");

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::rayjob::{finish, set_status};
+use super::rayjob::{finish, mirror};
 use crate::support::fake_k8s::resources::RAYJOBS;
 use crate::support::fake_k8s::state::State;
 
@@ -62,6 +62,7 @@ pub async fn run(
                 &state,
                 &ns,
                 &name,
+                &job_id,
                 "FAILED",
                 &format!("fake runner: building HTTP client: {e}"),
             );
@@ -89,6 +90,7 @@ pub async fn run(
                 &state,
                 &ns,
                 &name,
+                &job_id,
                 "FAILED",
                 &format!("failed to submit job: HTTP {code}: {last}"),
             );
@@ -99,6 +101,7 @@ pub async fn run(
                 &state,
                 &ns,
                 &name,
+                &job_id,
                 "FAILED",
                 &format!("failed to submit job: {e}"),
             );
@@ -139,14 +142,22 @@ pub async fn run(
             last_status = status.clone();
         }
         match status.as_str() {
-            "PENDING" | "RUNNING" => set_status(
-                &state,
-                &ns,
-                &name,
-                json!({"jobStatus": status, "message": message}),
-            ),
+            "PENDING" | "RUNNING"
+                if !mirror(
+                    &state,
+                    &ns,
+                    &name,
+                    &job_id,
+                    json!({"jobStatus": status, "message": message}),
+                ) && state.get(&RAYJOBS, &ns, &name).is_ok_and(|rj| {
+                    rj.pointer("/status/jobId").and_then(Value::as_str) != Some(job_id.as_str())
+                }) =>
+            {
+                // This attempt is over (suspended or retried).
+                return;
+            }
             "SUCCEEDED" | "FAILED" | "STOPPED" => {
-                finish(&state, &ns, &name, &status, &message);
+                finish(&state, &ns, &name, &job_id, &status, &message);
                 return;
             }
             _ => {}
