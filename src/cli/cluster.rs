@@ -111,9 +111,14 @@ pub struct UpArgs {
     /// Skip the offline schema and name validation.
     #[arg(long)]
     pub no_validate: bool,
-    /// Update objects labelled as owned by another user.
+    /// Update objects labelled as owned by another user (the owner guard only; field
+    /// ownership conflicts need --force-conflicts).
     #[arg(long)]
     pub force: bool,
+    /// Server-side apply with `force`: take over fields another field manager (kubectl
+    /// edit, an autoscaler) owns and changed, instead of stopping on the conflict.
+    #[arg(long)]
+    pub force_conflicts: bool,
     /// Do not submit the roles' daemons.
     #[arg(long)]
     pub skip_daemons: bool,
@@ -185,6 +190,7 @@ fn up(args: UpArgs) -> Result<Exit> {
         wait: !args.no_wait,
         timeout: args.timeout,
         force: args.force,
+        force_conflicts: args.force_conflicts,
         daemons: !args.skip_daemons,
         repo_root: match args.repo_root {
             Some(r) => r,

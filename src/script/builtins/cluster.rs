@@ -41,11 +41,12 @@ use crate::script::plan::object_key;
 /// Default deadline of each deletion wait of `down` (as `nrl cluster down`).
 const DOWN_TIMEOUT: Duration = Duration::from_secs(600);
 
-const UP_OPTIONS: [&str; 8] = [
+const UP_OPTIONS: [&str; 9] = [
     "targets",
     "wait",
     "timeout",
     "force",
+    "force_conflicts",
     "daemons",
     "repo_root",
     "validate",
@@ -325,6 +326,7 @@ fn bring_up(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<
         wait: o.bool("wait", true)?,
         timeout: o.seconds("timeout", DEFAULT_READY_TIMEOUT)?,
         force: o.bool("force", false)?,
+        force_conflicts: o.bool("force_conflicts", false)?,
         daemons: o.bool("daemons", true)?,
         repo_root: match o.str("repo_root") {
             Some(p) => super::util::confined(&h, &p).map_err(fail)?,

@@ -92,6 +92,7 @@ pub mod portforward;
 pub mod pty;
 pub mod resources;
 pub mod routes;
+pub mod schema;
 pub mod selectors;
 pub mod sim;
 pub mod state;
