@@ -47,6 +47,7 @@ async fn preflight(fake: &FakeK8s, c: &Checked) -> Report {
         namespace: Some(NS.to_string()),
         context: None,
         request_timeout: None,
+        watch_timeout: None,
     })
     .await
     .expect("connect to the fake");

@@ -56,6 +56,11 @@ pub struct KubeArgs {
     /// Deadline of each Kubernetes API call, retries included (e.g. 30s, 2m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::job::parse_duration)]
     pub request_timeout: std::time::Duration,
+    /// Server-side limit of each watch request (e.g. 60s). A watch or list that stays
+    /// silent longer than this (plus a margin) is taken for dead and re-established, so a
+    /// stalled connection does not hold a `--wait` until its deadline.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::job::parse_duration)]
+    pub watch_timeout: std::time::Duration,
 }
 
 impl KubeArgs {
@@ -66,6 +71,7 @@ impl KubeArgs {
             namespace: namespace.map(str::to_string).or(self.namespace.clone()),
             kubeconfig: self.kubeconfig.clone(),
             request_timeout: Some(self.request_timeout),
+            watch_timeout: Some(self.watch_timeout),
         })
         .await
     }

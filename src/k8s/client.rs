@@ -19,21 +19,43 @@ pub struct ConnectOptions {
     /// Deadline of one API call, retries included (default [`DEFAULT_REQUEST_TIMEOUT`]).
     /// Waits and streams have their own deadlines.
     pub request_timeout: Option<Duration>,
+    /// Server-side limit of each watch request (default [`DEFAULT_WATCH_TIMEOUT`]); see
+    /// [`K8s::watch_timeout`].
+    pub watch_timeout: Option<Duration>,
 }
 
 /// Deadline of one API call when none is configured.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `timeoutSeconds` of each watch request when none is configured.
+pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How much longer than the watch timeout a response may stay silent before the
+/// connection counts as dead (the server closes a watch at its `timeoutSeconds`).
+const READ_TIMEOUT_MARGIN: Duration = Duration::from_secs(15);
+
 /// A connected client plus where it points.
 #[derive(Clone)]
 pub struct K8s {
+    /// API calls and watches: a response silent for longer than the watch timeout plus a
+    /// margin fails (read timeout), so a list or watch that stops answering is retried
+    /// instead of holding a wait until its deadline.
     pub client: kube::Client,
+    /// Long-lived streams that may rightly stay silent (log follow, exec, port-forward):
+    /// no read timeout.
+    pub stream_client: kube::Client,
     pub namespace: String,
     /// The context name, or `in-cluster`.
     pub context: String,
     pub server: String,
     /// Deadline of one API call, retries included.
     pub request_timeout: Duration,
+    /// `timeoutSeconds` of every watch: the server ends each watch after it and the watcher
+    /// resumes from the last resourceVersion; a watch that sends nothing for this long plus
+    /// 5 s is taken for dead and re-established (kube-runtime `watcher`
+    /// `next_with_idle_timeout`), so a stalled watch costs about a minute, never the
+    /// whole wait (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes).
+    pub watch_timeout: Duration,
     /// Connected through the in-cluster service account: cluster DNS names resolve, so
     /// Services can be reached directly instead of through a port-forward.
     pub in_cluster: bool,
@@ -113,18 +135,33 @@ impl K8s {
         let namespace = config.default_namespace.clone();
         let server = config.cluster_url.to_string();
         let in_cluster = context == "in-cluster";
-        let client = kube::Client::try_from(config).map_err(|e| {
-            Diag::api(
-                "nrl::k8s::config",
-                format!("cannot build a Kubernetes client: {e}"),
-            )
-        })?;
+        let watch_timeout = opts
+            .watch_timeout
+            .unwrap_or(DEFAULT_WATCH_TIMEOUT)
+            .max(Duration::from_secs(1));
+        let build = |config: kube::Config| {
+            kube::Client::try_from(config).map_err(|e| {
+                Diag::api(
+                    "nrl::k8s::config",
+                    format!("cannot build a Kubernetes client: {e}"),
+                )
+            })
+        };
+        // kube-rs sets no read timeout by default (it would cut exec and port-forward
+        // sessions): only the streams' client goes without one.
+        let stream_client = build(config.clone())?;
+        config.read_timeout = Some(watch_timeout + READ_TIMEOUT_MARGIN);
+        // Count from when a request is sent, not from when its pooled connection went idle.
+        config.reset_reader_on_write = true;
+        let client = build(config)?;
         Ok(K8s {
             client,
+            stream_client,
             namespace,
             context,
             server,
             request_timeout: opts.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            watch_timeout,
             in_cluster,
         })
     }
@@ -132,6 +169,11 @@ impl K8s {
     /// "context `x`, namespace `y`" — printed by every mutating command before it acts.
     pub fn banner(&self) -> String {
         format!("context `{}`, namespace `{}`", self.context, self.namespace)
+    }
+
+    /// `timeoutSeconds` for watcher configurations.
+    pub fn watch_timeout_secs(&self) -> u32 {
+        u32::try_from(self.watch_timeout.as_secs()).unwrap_or(u32::MAX)
     }
 
     /// The same client acting in another namespace.

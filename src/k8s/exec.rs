@@ -156,7 +156,7 @@ impl K8s {
         if let Some(c) = container {
             ap = ap.container(c);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(self.stream_client.clone(), ns);
         let action = Action::new("create", "pods/exec", ns).named(pod);
         // Not retried: the command may have started.
         match tokio::time::timeout(

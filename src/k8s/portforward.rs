@@ -292,7 +292,7 @@ impl K8s {
         cache: &Mutex<Option<Resolved>>,
         mut sock: TcpStream,
     ) -> Result<()> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(self.stream_client.clone(), ns);
         let cached = cache.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut attempt = 0;
         let (mut pf, pod_port) = loop {

@@ -132,6 +132,10 @@ pub enum FaultAction {
     Hang,
     /// Watches: abort the connection after this many events.
     DropWatchAfter(usize),
+    /// Answer 200 with the headers of a watch stream, then send nothing and never close:
+    /// a connection that stopped answering (a dead peer behind a live TCP connection, a
+    /// stuck proxy). The client has to notice by itself.
+    Stall,
 }
 
 #[derive(Debug, Clone)]
@@ -262,6 +266,16 @@ pub async fn middleware(
             return resp;
         }
         Some(FaultAction::Hang) => std::future::pending::<()>().await,
+        Some(FaultAction::Stall) => {
+            set_status(200);
+            let never = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+            let mut resp = Response::new(Body::from_stream(never));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return resp;
+        }
         _ => {}
     }
 
