@@ -245,6 +245,18 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                 ),
             }
         }
+        // A websocket upgrade (exec, port-forward) refused before switching protocols: the
+        // status code is all kube-rs keeps of the answer.
+        kube::Error::UpgradeConnection(kube::client::UpgradeConnectionError::ProtocolSwitch(
+            code,
+        )) if matches!(code.as_u16(), 401 | 403) => {
+            let status = kube::core::Status::failure(
+                code.canonical_reason().unwrap_or(""),
+                code.canonical_reason().unwrap_or(""),
+            )
+            .with_code(code.as_u16());
+            to_diag(kube::Error::Api(Box::new(status)), a)
+        }
         _ => Diag::api(
             "nrl::k8s::unreachable",
             format!(

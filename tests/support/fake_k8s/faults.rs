@@ -136,7 +136,18 @@ pub enum FaultAction {
     /// a connection that stopped answering (a dead peer behind a live TCP connection, a
     /// stuck proxy). The client has to notice by itself.
     Stall,
+    /// Exec: the upgrade succeeds, then the API server's stream translator cannot reach
+    /// the kubelet (or the kubelet cannot find the container) and reports it on the status
+    /// channel as `Failure`, reason `InternalError`, message `Internal error occurred:
+    /// <this>`, with no `ExitCode` cause (apiserver `pkg/util/proxy/streamtranslator.go`
+    /// `StreamTranslatorHandler.ServeHTTP`: a non-exit error of the SPDY executor goes to
+    /// `writeStatus(apierrors.NewInternalError(err))`).
+    ExecFailure(String),
 }
+
+/// Marker the exec handler reads to fail the way an unreachable kubelet does.
+#[derive(Debug, Clone)]
+pub struct ExecFails(pub String);
 
 #[derive(Debug, Clone)]
 pub struct Fault {
@@ -235,6 +246,9 @@ pub async fn middleware(
                 FaultAction::Delay(d) => delay += *d,
                 FaultAction::DropWatchAfter(k) => {
                     req.extensions_mut().insert(DropWatchAfter(*k));
+                }
+                FaultAction::ExecFailure(m) => {
+                    req.extensions_mut().insert(ExecFails(m.clone()));
                 }
                 other => {
                     if terminal.is_some() {

@@ -511,13 +511,17 @@ async fn object(
         None | Some("status") => {}
         Some("log") if rt.kind == "Pod" => return super::logs::respond(state, ns, name, q),
         Some(s @ ("exec" | "portforward")) if rt.kind == "Pod" => {
+            let exec_fails = req
+                .extensions()
+                .get::<super::faults::ExecFails>()
+                .map(|f| f.0.clone());
             let (mut parts, _) = req.into_parts();
             let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())
                 .await
                 .map_err(|e| ApiError::bad_request(format!("Upgrade request required: {e}")))?;
             return match s {
                 "portforward" => super::portforward::respond(state, ws, ns, name, q),
-                _ => super::exec::respond(state, ws, ns, name, q),
+                _ => super::exec::respond(state, ws, ns, name, q, exec_fails),
             };
         }
         Some(_) => {
