@@ -47,6 +47,7 @@ async fn preflight(fake: &FakeK8s, c: &Checked) -> Report {
         namespace: Some(NS.to_string()),
         context: None,
         request_timeout: None,
+        watch_timeout: None,
     })
     .await
     .expect("connect to the fake");
@@ -258,4 +259,37 @@ fn nrl_doctor_runs_the_preflight_against_the_current_context() {
         .assert()
         .success()
         .stdout(predicate::str::contains("doctor: no problems found"));
+}
+
+/// Issue 14 item 7: the run reaches a RayCluster's dashboard through `pods/portforward`
+/// (from outside the cluster) and the exec submitter runs through `pods/exec`: the
+/// preflight asks for both, by access review, when the run will use them.
+#[tokio::test]
+async fn pod_subresources_the_run_needs_are_reviewed() {
+    let fake = fake();
+    put_everything(&fake);
+    fake.clear_request_log();
+    let r = preflight(&fake, &loaded(&[])).await;
+    assert!(r.is_empty(), "{}", render(&r));
+    fake.deny("create", "pods/portforward", NS);
+    let r = preflight(&fake, &loaded(&[])).await;
+    assert_eq!(r.codes(), ["nrl::doctor::access_denied"], "{}", render(&r));
+    assert!(
+        r.findings[0].message.contains(
+            "you may not create pods/portforward in namespace `team-rl`, which the run needs to reach the Ray dashboard"
+        ),
+        "{}",
+        r.findings[0].message
+    );
+    // The exec submitter needs pods/exec (and no port-forward without daemons).
+    fake.allow_all();
+    fake.deny("create", "pods/exec", NS);
+    let r = preflight(&fake, &loaded(&["infra.submit.submitter=exec"])).await;
+    let messages: Vec<&str> = r.findings.iter().map(|f| f.message.as_str()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("you may not create pods/exec in namespace `team-rl`")),
+        "{messages:?}"
+    );
 }

@@ -111,13 +111,18 @@ pub struct UpArgs {
     /// Skip the offline schema and name validation.
     #[arg(long)]
     pub no_validate: bool,
-    /// Update objects labelled as owned by another user.
+    /// Update objects labelled as owned by another user (the owner guard only; field
+    /// ownership conflicts need --force-conflicts).
     #[arg(long)]
     pub force: bool,
     /// Delete and re-create a RayCluster whose spec drifted from the recipe. Needed for
     /// pod-template changes: KubeRay never rolls them into running pods.
     #[arg(long)]
     pub recreate: bool,
+    /// Server-side apply with `force`: take over fields another field manager (kubectl
+    /// edit, an autoscaler) owns and changed, instead of stopping on the conflict.
+    #[arg(long)]
+    pub force_conflicts: bool,
     /// Do not submit the roles' daemons.
     #[arg(long)]
     pub skip_daemons: bool,
@@ -190,6 +195,7 @@ fn up(args: UpArgs) -> Result<Exit> {
         timeout: args.timeout,
         force: args.force,
         recreate: args.recreate,
+        force_conflicts: args.force_conflicts,
         daemons: !args.skip_daemons,
         repo_root: match args.repo_root {
             Some(r) => r,

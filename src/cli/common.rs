@@ -62,6 +62,11 @@ pub struct KubeArgs {
     /// Deadline of each Kubernetes API call, retries included (e.g. 30s, 2m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::job::parse_duration)]
     pub request_timeout: std::time::Duration,
+    /// Server-side limit of each watch request (e.g. 60s). A watch or list that stays
+    /// silent longer than this (plus a margin) is taken for dead and re-established, so a
+    /// stalled connection does not hold a `--wait` until its deadline.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::job::parse_duration)]
+    pub watch_timeout: std::time::Duration,
     /// The cluster context, resolved once per command: the namespace a recipe is rendered
     /// for and the client that applies it come from the same resolution.
     #[arg(skip)]
@@ -76,6 +81,7 @@ impl KubeArgs {
             namespace: self.namespace.clone(),
             kubeconfig: self.kubeconfig.clone(),
             request_timeout: Some(self.request_timeout),
+            watch_timeout: Some(self.watch_timeout),
         }
     }
 
@@ -106,7 +112,7 @@ impl KubeArgs {
         if let Some(ns) = namespace {
             ctx.namespace = ns.to_string();
         }
-        K8s::connect_to(&ctx, Some(self.request_timeout)).await
+        K8s::connect_to(&ctx, &self.connect_options()).await
     }
 
     /// Load a recipe + infra pair for a cluster command: `-n` becomes an

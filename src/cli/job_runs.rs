@@ -50,6 +50,7 @@ async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<
         namespace,
         kubeconfig: lookup.kubeconfig.clone(),
         request_timeout: Some(lookup.request_timeout),
+        watch_timeout: Some(lookup.watch_timeout),
     })
     .await?;
     let ns = k8s.namespace.clone();

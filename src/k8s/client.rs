@@ -22,6 +22,9 @@ pub struct ConnectOptions {
     /// Deadline of one API call, retries included (default [`DEFAULT_REQUEST_TIMEOUT`]).
     /// Waits and streams have their own deadlines.
     pub request_timeout: Option<Duration>,
+    /// Server-side limit of each watch request (default [`DEFAULT_WATCH_TIMEOUT`]); see
+    /// [`K8s::watch_timeout`].
+    pub watch_timeout: Option<Duration>,
 }
 
 /// `nrl/<version>`, sent with every request.
@@ -30,16 +33,35 @@ pub const USER_AGENT: &str = concat!("nrl/", env!("CARGO_PKG_VERSION"));
 /// Deadline of one API call when none is configured.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `timeoutSeconds` of each watch request when none is configured.
+pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How much longer than the watch timeout a response may stay silent before the
+/// connection counts as dead (the server closes a watch at its `timeoutSeconds`).
+const READ_TIMEOUT_MARGIN: Duration = Duration::from_secs(15);
+
 /// A connected client plus where it points.
 #[derive(Clone)]
 pub struct K8s {
+    /// API calls and watches: a response silent for longer than the watch timeout plus a
+    /// margin fails (read timeout), so a list or watch that stops answering is retried
+    /// instead of holding a wait until its deadline.
     pub client: kube::Client,
+    /// Long-lived streams that may rightly stay silent (log follow, exec, port-forward):
+    /// no read timeout.
+    pub stream_client: kube::Client,
     pub namespace: String,
     /// The context name, or `in-cluster`.
     pub context: String,
     pub server: String,
     /// Deadline of one API call, retries included.
     pub request_timeout: Duration,
+    /// `timeoutSeconds` of every watch: the server ends each watch after it and the watcher
+    /// resumes from the last resourceVersion; a watch that sends nothing for this long plus
+    /// 5 s is taken for dead and re-established (kube-runtime `watcher`
+    /// `next_with_idle_timeout`), so a stalled watch costs about a minute, never the
+    /// whole wait (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes).
+    pub watch_timeout: Duration,
     /// Connected through the in-cluster service account: cluster DNS names resolve, so
     /// Services can be reached directly instead of through a port-forward.
     pub in_cluster: bool,
@@ -66,14 +88,12 @@ impl K8s {
     /// [`K8s::connect`] with the environment the caller also infers namespaces from.
     pub async fn connect_in(opts: &ConnectOptions, env: &dyn Env) -> Result<K8s> {
         let ctx = super::context::resolve(opts, env)?;
-        K8s::connect_to(&ctx, opts.request_timeout).await
+        K8s::connect_to(&ctx, opts).await
     }
 
-    /// Build a client for an already resolved context, acting in its namespace.
-    pub async fn connect_to(
-        ctx: &ClusterContext,
-        request_timeout: Option<Duration>,
-    ) -> Result<K8s> {
+    /// Build a client for an already resolved context, acting in its namespace, with the
+    /// timeouts of `opts`.
+    pub async fn connect_to(ctx: &ClusterContext, opts: &ConnectOptions) -> Result<K8s> {
         let mut config = match &ctx.source {
             ContextSource::InCluster => kube::Config::incluster().map_err(|e| {
                 Diag::api(
@@ -103,18 +123,33 @@ impl K8s {
             http::HeaderValue::from_static(USER_AGENT),
         ));
         let server = config.cluster_url.to_string();
-        let client = kube::Client::try_from(config).map_err(|e| {
-            Diag::api(
-                "nrl::k8s::config",
-                format!("cannot build a Kubernetes client: {e}"),
-            )
-        })?;
+        let watch_timeout = opts
+            .watch_timeout
+            .unwrap_or(DEFAULT_WATCH_TIMEOUT)
+            .max(Duration::from_secs(1));
+        let build = |config: kube::Config| {
+            kube::Client::try_from(config).map_err(|e| {
+                Diag::api(
+                    "nrl::k8s::config",
+                    format!("cannot build a Kubernetes client: {e}"),
+                )
+            })
+        };
+        // kube-rs sets no read timeout by default (it would cut exec and port-forward
+        // sessions): only the streams' client goes without one.
+        let stream_client = build(config.clone())?;
+        config.read_timeout = Some(watch_timeout + READ_TIMEOUT_MARGIN);
+        // Count from when a request is sent, not from when its pooled connection went idle.
+        config.reset_reader_on_write = true;
+        let client = build(config)?;
         Ok(K8s {
             client,
+            stream_client,
             namespace: ctx.namespace.clone(),
             context: ctx.context.clone(),
             server,
-            request_timeout: request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            request_timeout: opts.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            watch_timeout,
             in_cluster: ctx.in_cluster(),
         })
     }
@@ -122,6 +157,11 @@ impl K8s {
     /// "context `x`, namespace `y`" — printed by every mutating command before it acts.
     pub fn banner(&self) -> String {
         format!("context `{}`, namespace `{}`", self.context, self.namespace)
+    }
+
+    /// `timeoutSeconds` for watcher configurations.
+    pub fn watch_timeout_secs(&self) -> u32 {
+        u32::try_from(self.watch_timeout.as_secs()).unwrap_or(u32::MAX)
     }
 
     /// The same client acting in another namespace.

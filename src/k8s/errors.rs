@@ -57,6 +57,14 @@ pub fn status_code(e: &kube::Error) -> Option<u16> {
 /// Errors worth retrying for idempotent calls: throttling, server errors, transport.
 pub fn is_transient(e: &kube::Error) -> bool {
     match e {
+        // A server-side apply naming a field the schema does not declare fails the typed
+        // conversion with a 500 (apimachinery `managedfields/internal/structuredmerge.go`
+        // `Apply`); sending it again cannot help.
+        kube::Error::Api(s)
+            if s.code == 500 && s.message.contains("failed to create typed patch object") =>
+        {
+            false
+        }
         kube::Error::Api(s) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
         _ => false,
@@ -99,6 +107,82 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// One field of a server-side apply conflict: `manager` owns `field` (a path such as
+/// `.spec.workerGroupSpecs`) and the apply would change its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldConflict {
+    pub manager: String,
+    /// How the manager wrote it, as the server words it (`using ray.io/v1 at …`), if said.
+    pub detail: String,
+    pub field: String,
+}
+
+/// Code of the diagnostic [`conflict_diag`] builds.
+pub const APPLY_CONFLICT: &str = "nrl::k8s::apply_conflict";
+
+/// The field-manager conflicts of a 409 answer to a server-side apply: the causes of type
+/// `FieldManagerConflict`, each with the field and `conflict with "<manager>" …` (apimachinery
+/// `managedfields/internal/conflict.go` `NewConflictError`). `None` for other 409s (a stale
+/// resourceVersion, AlreadyExists).
+pub fn apply_conflicts(e: &kube::Error) -> Option<Vec<FieldConflict>> {
+    let kube::Error::Api(s) = e else { return None };
+    if s.code != 409 {
+        return None;
+    }
+    let causes = s.details.as_ref()?.causes.iter();
+    let out: Vec<FieldConflict> = causes
+        .filter(|c| c.reason == "FieldManagerConflict")
+        .map(|c| {
+            let mut parts = c.message.splitn(3, '"');
+            let _ = parts.next();
+            let manager = parts.next().unwrap_or("").to_string();
+            let detail = parts.next().unwrap_or("").trim().to_string();
+            FieldConflict {
+                manager: if manager.is_empty() {
+                    c.message.clone()
+                } else {
+                    manager
+                },
+                detail,
+                field: c.field.clone(),
+            }
+        })
+        .collect();
+    (!out.is_empty()).then_some(out)
+}
+
+/// A server-side apply refused because other field managers own fields it would change:
+/// names each manager with its fields, and the flag that takes them over.
+pub fn conflict_diag(target: &str, conflicts: &[FieldConflict]) -> Diag {
+    let mut by_manager: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in conflicts {
+        match by_manager.iter_mut().find(|(m, _)| *m == c.manager) {
+            Some((_, fields)) => fields.push(&c.field),
+            None => by_manager.push((&c.manager, vec![&c.field])),
+        }
+    }
+    let owners: Vec<String> = by_manager
+        .iter()
+        .map(|(m, fields)| format!("field manager \"{m}\" owns {}", fields.join(", ")))
+        .collect();
+    let mut d = Diag::api(
+        APPLY_CONFLICT,
+        format!(
+            "server-side apply of {target} conflicts with another writer: {}",
+            owners.join("; ")
+        ),
+    )
+    .help(
+        "someone (kubectl edit, an autoscaler, a controller) changed these fields after nrl applied them; \
+         re-run with --force-conflicts to apply nrl's values and take the fields over, \
+         or put the live values into the recipe",
+    );
+    for c in conflicts.iter().filter(|c| !c.detail.is_empty()) {
+        d = d.note(format!("{}: \"{}\" {}", c.field, c.manager, c.detail));
+    }
+    d
+}
+
 /// Convert a kube error into a diagnostic (exit code 3).
 pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
     let target = a.target();
@@ -127,11 +211,19 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                 .help("refresh your credentials (e.g. `aws sso login`) or check the kubeconfig user"),
                 404 => Diag::api("nrl::k8s::not_found", format!("{target} not found: {msg}"))
                     .help("check the name and namespace (`-n`), or whether the CRD is installed"),
-                409 => Diag::api(
-                    "nrl::k8s::conflict",
-                    format!("conflict while trying to {} {target}: {msg}", a.verb),
+                409 => match apply_conflicts(&e) {
+                    Some(conflicts) => conflict_diag(&target, &conflicts),
+                    None => Diag::api(
+                        "nrl::k8s::conflict",
+                        format!("conflict while trying to {} {target}: {msg}", a.verb),
+                    )
+                    .help("the object changed or exists already; re-read it and run again"),
+                },
+                500 if msg.contains("failed to create typed patch object") => Diag::api(
+                    "nrl::k8s::invalid",
+                    format!("the API server rejected {target}: {msg}"),
                 )
-                .help("another field manager owns these fields; re-run with --force to take them over"),
+                .help("a field is not in the cluster's schema for this kind (an older CRD?); `nrl check` validates offline"),
                 422 if is_immutable_field(&msg) => Diag::api(
                     "nrl::k8s::immutable",
                     format!("the API server refused to change {target}: {msg}"),
@@ -160,6 +252,18 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                     format!("API error {code} while trying to {} {target}: {msg}", a.verb),
                 ),
             }
+        }
+        // A websocket upgrade (exec, port-forward) refused before switching protocols: the
+        // status code is all kube-rs keeps of the answer.
+        kube::Error::UpgradeConnection(kube::client::UpgradeConnectionError::ProtocolSwitch(
+            code,
+        )) if matches!(code.as_u16(), 401 | 403) => {
+            let status = kube::core::Status::failure(
+                code.canonical_reason().unwrap_or(""),
+                code.canonical_reason().unwrap_or(""),
+            )
+            .with_code(code.as_u16());
+            to_diag(kube::Error::Api(Box::new(status)), a)
         }
         _ => Diag::api(
             "nrl::k8s::unreachable",

@@ -156,7 +156,7 @@ impl K8s {
         if let Some(c) = container {
             ap = ap.container(c);
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(self.stream_client.clone(), ns);
         let action = Action::new("create", "pods/exec", ns).named(pod);
         // Not retried: the command may have started.
         match tokio::time::timeout(
@@ -193,6 +193,9 @@ async fn finish(
         None => None,
     };
     let _ = proc.join().await;
+    if let Some(d) = failure_diag(status.as_ref(), pod, cmd) {
+        return Err(d);
+    }
     match status {
         Some(s) => Ok(exit_code_of(Some(&s))),
         None => Err(Diag::api(
@@ -204,6 +207,52 @@ async fn finish(
         )
         .help("the pod may have restarted or the API server closed the stream; run it again")),
     }
+}
+
+/// The diagnostic for an exec that failed without the command reporting an exit code:
+/// a `Failure` status with no `ExitCode` cause. The API server sends one when it cannot
+/// reach the kubelet or the kubelet cannot run the command (container not found, no such
+/// executable): apiserver `pkg/util/proxy/streamtranslator.go`
+/// `StreamTranslatorHandler.ServeHTTP` writes a non-exit error of the kubelet stream as
+/// `InternalError`. The status message is the only account of what went wrong.
+pub fn failure_diag(
+    status: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>,
+    pod: &str,
+    cmd: &[&str],
+) -> Option<Diag> {
+    let s = status?;
+    if s.status.as_deref() != Some("Failure") {
+        return None;
+    }
+    let has_exit_code = s
+        .details
+        .as_ref()
+        .and_then(|d| d.causes.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.reason.as_deref() == Some("ExitCode")));
+    if has_exit_code || s.reason.as_deref() == Some("NonZeroExitCode") {
+        return None;
+    }
+    let message = s
+        .message
+        .clone()
+        .filter(|m| !m.is_empty())
+        .or_else(|| s.reason.clone())
+        .unwrap_or_else(|| "no reason given".to_string());
+    let lower = message.to_lowercase();
+    let help = if lower.contains("executable file not found") || lower.contains("no such file") {
+        "the command does not exist in the container image; check its name and PATH"
+    } else if message.contains("container not found") {
+        "the container is not running (yet, or any more); check the pod with `nrl status` and the container name"
+    } else {
+        "the API server could not reach the pod's kubelet, or the kubelet could not run the command; check the node and the pod (`nrl status`) and run it again"
+    };
+    Some(
+        Diag::api(
+            "nrl::k8s::exec_failed",
+            format!("exec `{}` in pod {pod} failed: {message}", cmd.join(" ")),
+        )
+        .help(help),
+    )
 }
 
 /// Exit code from the exec status: Success → 0, NonZeroExitCode → its `ExitCode` cause;

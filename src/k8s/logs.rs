@@ -76,7 +76,7 @@ impl K8s {
         opts: &LogOptions,
         mut sink: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<()> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(self.stream_client.clone(), ns);
         let container = match &opts.container {
             Some(c) => Some(c.clone()),
             None => self.default_container(ns, pod).await?,

@@ -3,6 +3,7 @@
 
 use kube::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PropagationPolicy,
+    ValidationDirective,
 };
 use kube::discovery::ApiResource;
 use serde_json::Value as Json;
@@ -10,7 +11,9 @@ use serde_json::Value as Json;
 use super::client::K8s;
 use std::future::Future;
 
-use super::errors::{Action, is_not_found, timeout_diag, to_diag};
+use super::errors::{
+    Action, FieldConflict, apply_conflicts, conflict_diag, is_not_found, timeout_diag, to_diag,
+};
 use super::resources::api_resource;
 use super::retry::{Backoff, retry};
 use crate::diag::{Diag, Result};
@@ -56,8 +59,16 @@ impl ObjectRef {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApplyOptions {
     pub dry_run: bool,
-    /// Take over fields owned by another field manager.
+    /// Take over fields owned by another field manager (`force=true`, kubectl's
+    /// `--force-conflicts`). Without it such an apply fails with a conflict diagnostic.
     pub force: bool,
+}
+
+/// What a server-side apply came to.
+enum Applied {
+    Ok(Json),
+    /// Other field managers own fields the apply would change (409, not forced).
+    Conflicts(Vec<FieldConflict>),
 }
 
 /// How dependents of a deleted object are removed.
@@ -91,23 +102,50 @@ impl K8s {
     }
 
     /// Server-side apply with field manager `nrl` (idempotent, so retried on transient
-    /// errors). The object's namespace defaults to the client's.
+    /// errors). The object's namespace defaults to the client's. Unknown fields are refused
+    /// (`fieldValidation=Strict`) rather than dropped; a conflict with another field
+    /// manager fails with a diagnostic naming it and its fields unless `opts.force`.
     pub async fn apply(&self, obj: &Json, opts: ApplyOptions) -> Result<Json> {
         let r = ObjectRef::of(obj, &self.namespace)?;
+        match self.apply_outcome(&r, obj, opts).await? {
+            Applied::Ok(v) => Ok(v),
+            Applied::Conflicts(c) => {
+                let target = Action::new("patch", &r.resource.plural, &r.namespace)
+                    .named(&r.name)
+                    .target();
+                Err(conflict_diag(&target, &c))
+            }
+        }
+    }
+
+    async fn apply_outcome(
+        &self,
+        r: &ObjectRef,
+        obj: &Json,
+        opts: ApplyOptions,
+    ) -> Result<Applied> {
         let api = self.api(&r.resource, &r.namespace);
         let mut pp = PatchParams::apply(FIELD_MANAGER);
         pp.force = opts.force;
         pp.dry_run = opts.dry_run;
+        // Strict: an unknown field is an error on the server too, never silently pruned
+        // (https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation).
+        pp.field_validation = Some(ValidationDirective::Strict);
         let mut body = obj.clone();
         if let Some(m) = body.pointer_mut("/metadata").and_then(Json::as_object_mut) {
             m.insert("namespace".into(), Json::String(r.namespace.clone()));
         }
         let patch = Patch::Apply(&body);
         let action = Action::new("patch", &r.resource.plural, &r.namespace).named(&r.name);
-        let out = self
-            .call(action, || api.patch(&r.name, &pp, &patch))
-            .await?;
-        to_json(out)
+        let call = retry(Backoff::default(), || api.patch(&r.name, &pp, &patch));
+        match tokio::time::timeout(self.request_timeout, call).await {
+            Ok(Ok(v)) => Ok(Applied::Ok(to_json(v)?)),
+            Ok(Err(e)) => match apply_conflicts(&e) {
+                Some(c) => Ok(Applied::Conflicts(c)),
+                None => Err(to_diag(e, &action)),
+            },
+            Err(_) => Err(timeout_diag(&action, self.request_timeout)),
+        }
     }
 
     /// Get an object; `None` if it does not exist.
@@ -188,27 +226,29 @@ impl K8s {
         .await
     }
 
-    /// Compare a manifest with the live object through a server-side dry-run apply:
-    /// only changes to what nrl would write count, never server-filled defaults.
-    pub async fn drift(&self, obj: &Json) -> Result<Drift> {
+    /// Compare a manifest with the live object through a server-side dry-run apply with
+    /// the same options as the real apply (`force`): only changes to what nrl would write
+    /// count, never server-filled defaults, and a conflict the real apply would meet shows
+    /// up here as [`Drift::Conflict`].
+    pub async fn drift(&self, obj: &Json, force: bool) -> Result<Drift> {
         let r = ObjectRef::of(obj, &self.namespace)?;
         match self.get(&r.resource, &r.namespace, &r.name).await? {
             None => Ok(Drift::Missing),
-            Some(live) => self.drift_from(&live, obj).await,
+            Some(live) => self.drift_from(&live, obj, force).await,
         }
     }
 
     /// [`K8s::drift`] against a live object already in hand (saves a GET).
-    pub async fn drift_from(&self, live: &Json, obj: &Json) -> Result<Drift> {
-        let dry = self
-            .apply(
-                obj,
-                ApplyOptions {
-                    dry_run: true,
-                    force: true,
-                },
-            )
-            .await?;
+    pub async fn drift_from(&self, live: &Json, obj: &Json, force: bool) -> Result<Drift> {
+        let r = ObjectRef::of(obj, &self.namespace)?;
+        let opts = ApplyOptions {
+            dry_run: true,
+            force,
+        };
+        let dry = match self.apply_outcome(&r, obj, opts).await? {
+            Applied::Ok(v) => v,
+            Applied::Conflicts(c) => return Ok(Drift::Conflict(c)),
+        };
         let mut changes = Vec::new();
         diff_paths("", &comparable(live), &comparable(&dry), &mut changes);
         if changes.is_empty() {
@@ -216,6 +256,15 @@ impl K8s {
         } else {
             Ok(Drift::Changed(changes))
         }
+    }
+
+    /// The conflict diagnostic for `obj` (see [`Drift::Conflict`]).
+    pub fn conflict_diag(&self, obj: &Json, conflicts: &[FieldConflict]) -> Result<Diag> {
+        let r = ObjectRef::of(obj, &self.namespace)?;
+        let target = Action::new("patch", &r.resource.plural, &r.namespace)
+            .named(&r.name)
+            .target();
+        Ok(conflict_diag(&target, conflicts))
     }
 }
 
@@ -235,6 +284,9 @@ pub enum Drift {
     None,
     /// JSON paths that would change.
     Changed(Vec<String>),
+    /// An apply without `force` would fail: other field managers own these fields and
+    /// hold other values.
+    Conflict(Vec<FieldConflict>),
 }
 
 /// The parts of an object an apply can change: labels, annotations, spec (and data).

@@ -136,6 +136,9 @@ impl K8s {
     ) -> Result<Arc<PortForward>> {
         // Resolve once up front so a wrong target fails here, not on first use.
         let first = self.resolve_target(ns, &target, port).await?;
+        // And open one tunnel: a refused `pods/portforward` (403) is an access denial to
+        // report now, not a reset connection for whoever uses the local port later.
+        self.probe_tunnel(ns, &first).await?;
         let listener = TcpListener::bind(("127.0.0.1", local_port))
             .await
             .map_err(|e| {
@@ -284,6 +287,21 @@ impl K8s {
         }))
     }
 
+    /// Open and close a tunnel to `pod`: errors are the API server's answer to
+    /// `create pods/portforward` (denied, pod gone, kubelet unreachable).
+    async fn probe_tunnel(&self, ns: &str, (pod, pod_port): &Resolved) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.stream_client.clone(), ns);
+        let action = Action::new("create", "pods/portforward", ns).named(pod);
+        match tokio::time::timeout(self.request_timeout, api.portforward(pod, &[*pod_port])).await {
+            Ok(Ok(pf)) => {
+                pf.abort();
+                Ok(())
+            }
+            Ok(Err(e)) => Err(super::errors::to_diag(e, &action)),
+            Err(_) => Err(super::errors::timeout_diag(&action, self.request_timeout)),
+        }
+    }
+
     async fn tunnel(
         &self,
         ns: &str,
@@ -292,7 +310,7 @@ impl K8s {
         cache: &Mutex<Option<Resolved>>,
         mut sock: TcpStream,
     ) -> Result<()> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let api: Api<Pod> = Api::namespaced(self.stream_client.clone(), ns);
         let cached = cache.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut attempt = 0;
         let (mut pf, pod_port) = loop {

@@ -41,7 +41,9 @@ impl K8s {
         mut check: impl FnMut(Option<&Json>) -> Verdict<T>,
     ) -> Result<T> {
         let api = self.api(ar, ns);
-        let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let cfg = watcher::Config::default()
+            .fields(&format!("metadata.name={name}"))
+            .timeout(self.watch_timeout_secs());
         let mut stream = Box::pin(watcher::watcher(api, cfg).default_backoff());
         let mut seen_in_init = false;
         // Whether the API has answered at all, and the last state seen.

@@ -36,7 +36,9 @@ impl K8s {
         selector: &str,
     ) -> impl Stream<Item = Result<LabelledEvent>> + Send + 'static {
         let api = self.api(ar, ns);
-        let cfg = watcher::Config::default().labels(selector);
+        let cfg = watcher::Config::default()
+            .labels(selector)
+            .timeout(self.watch_timeout_secs());
         let plural = ar.plural.clone();
         let namespace = ns.to_string();
         let mut buffer: Vec<Json> = Vec::new();

@@ -112,6 +112,81 @@ fn a_watch_dropped_mid_wait_resumes_without_missing_ready() {
     assert!(lists.len() >= 2, "relisted after the drop: {lists:#?}");
 }
 
+/// Issue 14 item 6: a watch that answers 200 and then goes silent (no events, no close)
+/// is taken for dead after `--watch-timeout` plus kube-runtime's 5 s margin and
+/// re-established from the last resourceVersion, so `cluster up --wait` sees the ready
+/// state long before its deadline. Before, no watch timeout was set (kube's 290 s) and the
+/// wait sat on the stalled stream.
+#[test]
+fn a_stalled_watch_is_reestablished_well_before_the_deadline() {
+    let fake = FakeK8s::start();
+    fake.set_cluster_fate("rc-train", ClusterFate::Unmanaged);
+    fake.inject(
+        FaultMatch::verb("watch", "rayclusters"),
+        FaultAction::Stall,
+        Some(1),
+    );
+    let started = std::time::Instant::now();
+    let mut child = with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &[
+            "--role",
+            "training",
+            "--timeout",
+            "120s",
+            "--watch-timeout",
+            "2s",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    assert!(fake.wait_until_blocking(Duration::from_secs(30), |f| {
+        !f.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"))
+            .is_empty()
+    }));
+    // Ready while the only watch is stalled: only a new watch can deliver it.
+    fake.patch_status(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc-train",
+        json!({"state": "ready"}),
+    );
+    assert!(
+        fake.wait_until_blocking(Duration::from_secs(40), |_| matches!(
+            child.try_wait(),
+            Ok(Some(_))
+        )),
+        "still waiting on the stalled watch"
+    );
+    let elapsed = started.elapsed();
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(status.success(), "{out}");
+    assert_eq!(
+        out.trim(),
+        "kuberay.training: RayCluster rc-train created, ready"
+    );
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    let watches = fake.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"));
+    assert!(watches.len() >= 2, "re-established: {watches:#?}");
+    assert!(
+        watches
+            .iter()
+            .all(|w| w.query_param("timeoutSeconds").as_deref() == Some("2")),
+        "{watches:#?}"
+    );
+}
+
 #[test]
 fn a_hanging_api_hits_the_timeout_with_a_clear_error() {
     let fake = FakeK8s::start();

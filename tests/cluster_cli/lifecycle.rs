@@ -258,27 +258,110 @@ fn a_changed_field_is_drift_and_up_applies_it() {
         &["cluster", "up"],
         &["--target", "kuberay.training"],
     ));
-    // Someone scaled it by hand: a field nrl applies has another value.
-    fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
-        o["spec"]["workerGroupSpecs"][0]["replicas"] = json!(3);
-    });
+    // The recipe changed a field nrl applies: drift, applied in place (nrl owns it).
     let (out, err) = ok(with_recipe(
         &fake,
         &["cluster", "up"],
-        &["--role", "training", "--no-wait"],
+        &[
+            "infra.kuberay.training.spec.rayVersion='2.61.0'",
+            "--role",
+            "training",
+            "--no-wait",
+        ],
     ));
     assert_eq!(
         out.trim(),
-        "kuberay.training: RayCluster rc-train updated (spec.workerGroupSpecs[0].replicas)"
+        "kuberay.training: RayCluster rc-train updated (spec.rayVersion)"
     );
     assert!(err.contains("differs from the rendered manifest"), "{err}");
     let live = fake
         .get("ray.io/v1", "RayCluster", "default", "rc-train")
         .unwrap();
+    assert_eq!(live["spec"]["rayVersion"], json!("2.61.0"));
+}
+
+/// Issue 14 item 3: `kubectl edit` scaled the workers. `spec.workerGroupSpecs` is an atomic
+/// list (the CRD leaves it unannotated), so `kubectl-edit` now owns the whole list and
+/// nrl's next apply conflicts: the diagnostic names the manager, the field and
+/// --force-conflicts; --force (the owner guard) does not force the apply; with
+/// --force-conflicts nrl's values win and nrl owns the list again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_manager_owning_worker_groups_is_a_conflict_until_force_conflicts() {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use kube::discovery::ApiResource;
+    let fake = FakeK8s::start();
+    let up = |args: &[&str]| {
+        let mut all = vec!["--role", "training", "--no-wait"];
+        all.extend_from_slice(args);
+        with_recipe(&fake, &["cluster", "up"], &all)
+    };
+    ok(up(&[]));
+    // What `kubectl edit` sends: a strategic merge patch, field manager `kubectl-edit`.
+    let ar = ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: "RayCluster".into(),
+        plural: "rayclusters".into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(fake.client().await, "default", &ar);
+    let mut live = fake
+        .get("ray.io/v1", "RayCluster", "default", "rc-train")
+        .unwrap();
+    live["spec"]["workerGroupSpecs"][0]["replicas"] = json!(3);
+    let pp = PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..PatchParams::default()
+    };
+    api.patch(
+        "rc-train",
+        &pp,
+        &Patch::Strategic(json!({"spec": {"workerGroupSpecs": live["spec"]["workerGroupSpecs"]}})),
+    )
+    .await
+    .unwrap();
+
+    let before = fake.requests(|r| r.is_apply() && !r.is_dry_run()).len();
+    for extra in [&[][..], &["--force"][..]] {
+        let err = tokio::task::block_in_place(|| fails(up(extra), 3));
+        assert!(
+            err.contains("conflicts with another writer: field manager \"kubectl-edit\" owns .spec.workerGroupSpecs"),
+            "{err}"
+        );
+        assert!(err.contains("--force-conflicts"), "{err}");
+    }
+    // Drift detection met the conflict (a dry run without force): nothing was applied.
     assert_eq!(
-        live["spec"]["workerGroupSpecs"][0]["rayStartParams"],
-        json!({})
+        fake.requests(|r| r.is_apply() && !r.is_dry_run()).len(),
+        before
     );
+    let dry = fake.requests(|r| r.is_apply() && r.is_dry_run());
+    assert!(dry.iter().all(|r| r.query_param("force").is_none()));
+    assert!(
+        dry.iter()
+            .all(|r| r.query_param("fieldValidation").as_deref() == Some("Strict"))
+    );
+
+    let (out, _) = tokio::task::block_in_place(|| ok(up(&["--force-conflicts"])));
+    assert!(
+        out.contains("RayCluster rc-train updated (spec.workerGroupSpecs"),
+        "{out}"
+    );
+    let applies = fake.requests(|r| r.is_apply());
+    let last = applies.last().unwrap();
+    assert_eq!(last.query_param("force").as_deref(), Some("true"));
+    let live = fake
+        .get("ray.io/v1", "RayCluster", "default", "rc-train")
+        .unwrap();
+    assert_eq!(live["spec"]["workerGroupSpecs"][0]["replicas"], json!(1));
+    let owners: Vec<&str> = live["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["fieldsV1"]["f:spec"].get("f:workerGroupSpecs").is_some())
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert_eq!(owners, ["nrl"]);
 }
 
 #[test]

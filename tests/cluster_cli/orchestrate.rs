@@ -40,6 +40,7 @@ fn opts(wait: bool, on_drift: OnDrift) -> EnsureOptions {
         wait,
         timeout: Duration::from_secs(30),
         force: false,
+        force_conflicts: false,
     }
 }
 

@@ -334,3 +334,51 @@ async fn exec_output_survives_stdin_written_and_closed_at_once() {
         assert_eq!(status.and_then(|s| s.status).as_deref(), Some("Success"));
     }
 }
+
+/// Pod spec immutability (spec §4.9; kubernetes `validation.go` `ValidatePodUpdate`): an
+/// image change and added tolerations go through, anything else is 422 with a
+/// `Forbidden` cause at `spec`; the scheduler's `nodeName` (a binding) is not an update.
+#[tokio::test]
+async fn pod_spec_is_immutable_but_for_what_kubernetes_allows() {
+    use kube::api::{Patch, PatchParams};
+    let (fake, client) = setup().await;
+    let pods = running_pod(&fake, &client, "imm", &["main"]).await;
+    let live = fake.get("v1", "Pod", "default", "imm").unwrap();
+    assert_eq!(live["spec"]["nodeName"], json!("fake-node-1"));
+    let pp = PatchParams::default();
+    pods.patch(
+        "imm",
+        &pp,
+        &Patch::Strategic(
+            json!({"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}],
+            "tolerations": [{"key": "gpu", "operator": "Exists"}], "activeDeadlineSeconds": 600}}),
+        ),
+    )
+    .await
+    .unwrap();
+    for forbidden in [
+        json!({"spec": {"restartPolicy": "Never"}}),
+        json!({"spec": {"containers": [{"name": "main", "env": [{"name": "X", "value": "1"}]}]}}),
+        json!({"spec": {"activeDeadlineSeconds": 900}}),
+        json!({"spec": {"tolerations": []}}),
+    ] {
+        let err = pods
+            .patch("imm", &pp, &Patch::Merge(forbidden.clone()))
+            .await
+            .unwrap_err();
+        let kube::Error::Api(s) = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{forbidden}");
+        assert!(
+            s.message.starts_with("Pod \"imm\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`"),
+            "{}",
+            s.message
+        );
+        let cause = &s.details.unwrap().causes[0];
+        assert_eq!(
+            (cause.reason.as_str(), cause.field.as_str()),
+            ("FieldValueForbidden", "spec")
+        );
+    }
+}

@@ -106,9 +106,7 @@ async fn apply_conflicts_with_another_manager_unless_forced() {
         status.message
     );
     assert!(
-        status
-            .message
-            .contains("conflict with \"nrl\" using v1: .data.a"),
+        status.message.contains("conflict with \"nrl\": .data.a"),
         "{}",
         status.message
     );
@@ -361,10 +359,11 @@ async fn reapplying_a_job_is_a_no_op_and_template_changes_are_refused() {
     );
 }
 
-/// A controller's write (status, or anything else through `mutate`) keeps the managed
-/// fields exactly as they were, timestamps included; only the resourceVersion moves.
+/// A controller's write (through `mutate`) is an `Update` under its own manager, beside
+/// the applier's entry, which stays as it was; a status write has its own
+/// `subresource: status` entry (spec §4.5; https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers).
 #[tokio::test]
-async fn controller_writes_keep_managed_fields_verbatim() {
+async fn controller_writes_are_recorded_under_their_own_manager() {
     let (fake, client) = setup().await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "default");
     cms.patch(
@@ -383,12 +382,176 @@ async fn controller_writes_keep_managed_fields_verbatim() {
         .unwrap();
     let after = fake.get("v1", "ConfigMap", "default", "cfg").unwrap();
     assert_eq!(after["data"], json!({"a": "1", "b": "2"}));
+    let mf = after["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(mf[0], before["metadata"]["managedFields"][0]);
+    assert_eq!(mf.len(), 2);
     assert_eq!(
-        after["metadata"]["managedFields"],
-        before["metadata"]["managedFields"]
+        (&mf[1]["manager"], &mf[1]["operation"], &mf[1]["fieldsV1"]),
+        (
+            &json!("some-controller"),
+            &json!("Update"),
+            &json!({"f:data": {"f:b": {}}})
+        )
     );
-    assert_ne!(
-        after["metadata"]["resourceVersion"],
-        before["metadata"]["resourceVersion"]
+    // KubeRay's status writes: `kuberay-operator`, subresource status.
+    fake.put(json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "default"}, "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head", "image": "ray"}]}}}}}));
+    fake.set_cluster_fate("rc", crate::support::fake_k8s::ClusterFate::Ready);
+    assert!(
+        fake.wait_until(std::time::Duration::from_secs(5), |f| f
+            .get("ray.io/v1", "RayCluster", "default", "rc")
+            .is_some_and(|o| o["metadata"]["managedFields"].as_array().is_some_and(
+                |m| m
+                    .iter()
+                    .any(|e| e["manager"] == "kuberay-operator" && e["subresource"] == "status")
+            )))
+        .await,
+        "{:?}",
+        fake.get("ray.io/v1", "RayCluster", "default", "rc")
+    );
+}
+
+fn rc_api(client: kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("ray.io", "v1", "RayCluster"),
+        "rayclusters",
+    );
+    Api::namespaced_with(client, "default", &ar)
+}
+
+fn rc_with(extra_spec: Value) -> Value {
+    let mut spec = json!({"rayVersion": "2.60.0", "headGroupSpec": {"rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-head", "image": "ray"}]}}}});
+    for (k, v) in extra_spec.as_object().unwrap() {
+        spec[k] = v.clone();
+    }
+    json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"}, "spec": spec})
+}
+
+/// fieldValidation (spec §4.2; https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation):
+/// Strict refuses an unknown field with 400 naming it; the default (Warn) prunes it from a
+/// CR with a `Warning` header; server-side apply fails the typed conversion (500) whatever
+/// the directive.
+#[tokio::test]
+async fn field_validation_strict_refuses_and_default_prunes_unknown_fields() {
+    let (fake, client) = setup().await;
+    let api = rc_api(client.clone());
+    let body: DynamicObject =
+        serde_json::from_value(rc_with(json!({"bogus": 1, "workerGroupSpecs": [{"groupName": "g", "rayStartParams": {}, "typo": true, "template": {"spec": {"containers": [{"name": "w", "image": "ray"}]}}}]})))
+            .unwrap();
+    // Strict create: 400 BadRequest listing both fields.
+    let req = http::Request::post(
+        "/apis/ray.io/v1/namespaces/default/rayclusters?fieldValidation=Strict",
+    )
+    .header("content-type", "application/json")
+    .body(serde_json::to_vec(&body).unwrap())
+    .unwrap();
+    let err = client.request::<Value>(req).await.unwrap_err();
+    let kube::Error::Api(s) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!((s.code, s.reason.as_str()), (400, "BadRequest"));
+    assert_eq!(
+        s.message,
+        "RayCluster in version \"v1\" cannot be handled as a RayCluster: strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.workerGroupSpecs[0].typo\""
+    );
+    // Default: pruned, stored without them.
+    let created = api.create(&PostParams::default(), &body).await.unwrap();
+    assert!(created.data["spec"].get("bogus").is_none());
+    assert!(
+        created.data["spec"]["workerGroupSpecs"][0]
+            .get("typo")
+            .is_none()
+    );
+    assert_eq!(
+        created.data["spec"]["workerGroupSpecs"][0]["groupName"],
+        "g"
+    );
+    let warned =
+        fake.requests(|r| r.method == "POST" && r.resource.as_deref() == Some("rayclusters"));
+    assert_eq!(warned.last().unwrap().status, 201);
+    // Apply: 500, `field not declared in schema`, also with Strict.
+    let mut pp = PatchParams::apply("nrl");
+    pp.field_validation = Some(kube::api::ValidationDirective::Strict);
+    let err = api
+        .patch("rc", &pp, &Patch::Apply(rc_with(json!({"bogus": 1}))))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(s) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(s.code, 500);
+    assert_eq!(
+        s.message,
+        "failed to create typed patch object (ray.io/v1, Kind=RayCluster): .spec.bogus: field not declared in schema"
+    );
+    // A declared field goes through with Strict.
+    api.patch("rc", &pp, &Patch::Apply(rc_with(json!({}))))
+        .await
+        .unwrap();
+}
+
+/// SSA list types come from the schema: `workerGroupSpecs` is atomic (an edit of one
+/// replica count by another manager makes it the owner of the whole list), containers are
+/// keyed by `name` and ownerReferences by `uid`
+/// (https://kubernetes.io/docs/reference/using-api/server-side-apply/#merge-strategy).
+#[tokio::test]
+async fn list_types_come_from_the_schema() {
+    let (fake, client) = setup().await;
+    let api = rc_api(client);
+    let wg = |replicas: i64| {
+        json!({"workerGroupSpecs": [{"groupName": "g", "replicas": replicas, "rayStartParams": {},
+            "template": {"spec": {"containers": [{"name": "w", "image": "ray"}]}}}]})
+    };
+    api.patch(
+        "rc",
+        &PatchParams::apply("nrl"),
+        &Patch::Apply(rc_with(wg(1))),
+    )
+    .await
+    .unwrap();
+    let rc = fake
+        .get("ray.io/v1", "RayCluster", "default", "rc")
+        .unwrap();
+    let mf = &rc["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+    // Atomic: one leaf, no per-element keys.
+    assert_eq!(mf["f:workerGroupSpecs"], json!({}));
+    // Containers keyed by name.
+    assert!(
+        mf["f:headGroupSpec"]["f:template"]["f:spec"]["f:containers"]
+            .get("k:{\"name\":\"ray-head\"}")
+            .is_some(),
+        "{mf}"
+    );
+    let edit = PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..PatchParams::default()
+    };
+    api.patch("rc", &edit, &Patch::Merge(json!({"spec": wg(3)})))
+        .await
+        .unwrap();
+    let err = api
+        .patch(
+            "rc",
+            &PatchParams::apply("nrl"),
+            &Patch::Apply(rc_with(wg(1))),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(s) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(s.code, 409);
+    assert!(
+        s.message.starts_with(
+            "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using ray.io/v1 at "
+        ) && s.message.ends_with(": .spec.workerGroupSpecs"),
+        "{}",
+        s.message
+    );
+    let cause = &s.details.unwrap().causes[0];
+    assert_eq!(
+        (cause.reason.as_str(), cause.field.as_str()),
+        ("FieldManagerConflict", ".spec.workerGroupSpecs")
     );
 }

@@ -42,11 +42,22 @@ async fn exec_collects_stdout_stderr_exit_code_and_feeds_stdin() {
         .await
         .unwrap();
     assert_eq!((out.stdout_str().as_str(), out.exit_code), ("SHOUT\n", 0));
-    let out = k8s
+    // The runtime could not start it: no exit code, the status message says why.
+    let err = k8s
         .exec("default", "sh", None, &["no-such-binary-xyz"], None)
         .await
-        .unwrap();
-    assert_ne!(out.exit_code, 0);
+        .unwrap_err();
+    assert_eq!(err.code, "nrl::k8s::exec_failed");
+    assert!(
+        err.message.contains("\"no-such-binary-xyz\""),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.help.as_deref().unwrap().contains("does not exist"),
+        "{:?}",
+        err.help
+    );
 }
 
 #[tokio::test]
@@ -131,4 +142,40 @@ async fn a_denied_exec_names_the_subresource() {
         "{}",
         err.message
     );
+}
+
+/// Issue 14 item 7: the API server could not reach the kubelet, so the status channel
+/// says `Failure` / `InternalError` with no `ExitCode` cause. That is an error showing
+/// the server's message, not a silent exit 1.
+#[tokio::test]
+async fn an_exec_failure_without_exit_code_shows_the_status_message() {
+    let (fake, k8s) = setup().await;
+    running_pod(&fake, "p", json!({"app": "p"}), &["main"]).await;
+    fake.inject(
+        FaultMatch::verb("create", "pods/exec"),
+        FaultAction::ExecFailure(
+            "error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused".into(),
+        ),
+        Some(1),
+    );
+    let err = k8s
+        .exec("default", "p", None, &["true"], None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "nrl::k8s::exec_failed");
+    assert_eq!(
+        err.message,
+        "exec `true` in pod p failed: Internal error occurred: error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused"
+    );
+    assert!(
+        err.help.as_deref().unwrap().contains("kubelet"),
+        "{:?}",
+        err.help
+    );
+    // The next exec works again, and a real non-zero exit is still just an exit code.
+    let out = k8s
+        .exec("default", "p", None, &["sh", "-c", "exit 4"], None)
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 4);
 }

@@ -61,9 +61,24 @@ async fn apply_conflicts_with_another_manager_unless_forced() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, "nrl::k8s::conflict");
-    assert!(err.message.contains("configmaps/cm"), "{}", err.message);
-    assert!(err.help.as_deref().unwrap().contains("--force"));
+    assert_eq!(err.code, "nrl::k8s::apply_conflict");
+    assert_eq!(
+        err.message,
+        "server-side apply of configmaps/cm in namespace `default` conflicts with another writer: field manager \"someone-else\" owns .data.a"
+    );
+    assert!(err.help.as_deref().unwrap().contains("--force-conflicts"));
+    // Drift detection with the apply's options sees the same conflict.
+    match k8s
+        .drift(&configmap("cm", json!({"a": "ours"})), false)
+        .await
+        .unwrap()
+    {
+        Drift::Conflict(c) => assert_eq!(
+            (c[0].manager.as_str(), c[0].field.as_str()),
+            ("someone-else", ".data.a")
+        ),
+        other => panic!("{other:?}"),
+    }
     let forced = k8s
         .apply(
             &configmap("cm", json!({"a": "ours"})),
@@ -183,12 +198,12 @@ async fn server_filled_defaults_are_not_drift_but_a_changed_field_is() {
         live["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"],
         "TCP"
     );
-    assert_eq!(k8s.drift(&rc).await.unwrap(), Drift::None);
+    assert_eq!(k8s.drift(&rc, false).await.unwrap(), Drift::None);
 
     let mut changed = rc.clone();
     changed["spec"]["workerGroupSpecs"][0]["replicas"] = json!(3);
     changed["metadata"]["labels"]["team"] = json!("rl");
-    match k8s.drift(&changed).await.unwrap() {
+    match k8s.drift(&changed, false).await.unwrap() {
         Drift::Changed(paths) => assert_eq!(
             paths,
             ["spec.workerGroupSpecs[0].replicas", "metadata.labels.team"]
@@ -196,7 +211,7 @@ async fn server_filled_defaults_are_not_drift_but_a_changed_field_is() {
         other => panic!("expected drift, got {other:?}"),
     }
     assert_eq!(
-        k8s.drift(&raycluster("absent", 1)).await.unwrap(),
+        k8s.drift(&raycluster("absent", 1), false).await.unwrap(),
         Drift::Missing
     );
     // Drift detection never writes.
@@ -213,5 +228,5 @@ async fn service_defaults_are_not_drift() {
     let live = k8s.apply(&svc, ApplyOptions::default()).await.unwrap();
     assert_eq!(live["spec"]["ports"][0]["protocol"], "TCP");
     assert!(live["spec"]["clusterIP"].is_string());
-    assert_eq!(k8s.drift(&svc).await.unwrap(), Drift::None);
+    assert_eq!(k8s.drift(&svc, false).await.unwrap(), Drift::None);
 }

@@ -147,3 +147,32 @@ async fn a_busy_local_port_is_an_error_and_no_running_pod_is_explained() {
         "no Running pod matches `app=absent` in namespace `default`"
     );
 }
+
+/// Issue 14 item 7: a 403 on `pods/portforward` is an access denial naming the
+/// subresource, reported when the forward is set up, instead of a reset connection the
+/// Ray client would blame on RAY_ADDRESS.
+#[tokio::test]
+async fn a_denied_port_forward_is_an_access_denial_at_setup() {
+    let (fake, k8s) = setup().await;
+    running_pod(&fake, "head", json!({"role": "head"}), &["main"]).await;
+    fake.deny("create", "pods/portforward", "default");
+    let err = k8s
+        .port_forward("default", PodTarget::Selector("role=head".into()), 8265)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "nrl::k8s::forbidden");
+    assert!(
+        err.message
+            .starts_with("forbidden: cannot create pods/portforward/head in namespace `default`"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.help
+            .as_deref()
+            .unwrap()
+            .contains("verb `create` on resource `pods/portforward`"),
+        "{:?}",
+        err.help
+    );
+}

@@ -6,7 +6,9 @@
 //! - the API groups, versions and resources of the CRD-backed kinds are served
 //!   (discovery, which every user may read);
 //! - the user may `create` and `patch` (server-side apply) every kind the manifests hold
-//!   (SelfSubjectAccessReview);
+//!   (SelfSubjectAccessReview), and `create` the pod subresources the run will use on a
+//!   RayCluster: `pods/portforward` to reach its dashboard from outside the cluster (the
+//!   `portForward` submitter, daemons), `pods/exec` for the `exec` submitter;
 //! - a KAI queue named by a `kai.scheduler/queue` label exists, when KAI is installed.
 //!
 //! A check the user is not allowed to make gives a warning; any other API failure is an
@@ -64,6 +66,7 @@ pub async fn preflight_findings(
     apis::check(k8s, &groups, manifests, anchor, &mut out).await?;
     objects(k8s, manifests, &mut out).await?;
     access(k8s, manifests, anchor, &mut out).await?;
+    subresource_access(k8s, cfg, manifests, &mut out).await?;
     kai_queues(k8s, &groups, manifests, &mut out).await?;
     Ok(out)
 }
@@ -226,6 +229,85 @@ async fn access(
         ));
         for r in reasons {
             f = f.note(format!("authorizer: {r}"));
+        }
+        out.push(f);
+    }
+    Ok(())
+}
+
+/// The pod subresources a run on the manifests' RayClusters will open, with why.
+fn needed_subresources(
+    cfg: &LoadedConfig,
+    manifests: &[Node],
+    in_cluster: bool,
+) -> Vec<(&'static str, &'static str)> {
+    use crate::config::schema::SubmitterMode;
+    let has_raycluster = manifests
+        .iter()
+        .any(|m| m.get_path("kind").and_then(Node::as_str) == Some("RayCluster"));
+    if !has_raycluster {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let exec = cfg.infra.submit.submitter == SubmitterMode::Exec;
+    // In a pod, Services are reached directly; outside, through the API's port-forward.
+    let daemons = cfg.infra.kuberay.roles().any(|(_, c)| c.daemon.is_some());
+    if !in_cluster && (!exec || daemons) {
+        out.push((
+            "pods/portforward",
+            "to reach the Ray dashboard of the RayCluster's head pod",
+        ));
+    }
+    if exec {
+        out.push((
+            "pods/exec",
+            "to start the run on the head pod (`submit.submitter: exec`)",
+        ));
+    }
+    out
+}
+
+async fn subresource_access(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    manifests: &[Node],
+    out: &mut Vec<Finding>,
+) -> Result<()> {
+    let needed = needed_subresources(cfg, manifests, k8s.in_cluster);
+    // Where the RayCluster's pods run.
+    let ns = manifests
+        .iter()
+        .find(|m| m.get_path("kind").and_then(Node::as_str) == Some("RayCluster"))
+        .and_then(|m| m.get_path("metadata.namespace").and_then(Node::as_str))
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| k8s.namespace.clone(), str::to_string);
+    let anchor = cfg
+        .infra
+        .source
+        .get("submit")
+        .or_else(|| cfg.infra.source.get("kuberay"))
+        .and_then(|k| k.key_span.or(k.span));
+    let answers = join_all(
+        needed
+            .iter()
+            .map(|(res, _)| k8s.can_i("create", "", res, &ns)),
+    )
+    .await;
+    for ((res, why), answer) in needed.iter().zip(answers) {
+        let a = answer?;
+        if a.allowed {
+            continue;
+        }
+        let mut f = Finding::new(
+            ACCESS_DENIED,
+            format!("you may not create {res} in namespace `{ns}`, which the run needs {why}"),
+        )
+        .at(anchor, "the run uses it on this RayCluster")
+        .fix(format!(
+            "ask a cluster admin for a Role granting `create` on `{res}` in namespace `{ns}`"
+        ));
+        if !a.reason.is_empty() {
+            f = f.note(format!("authorizer: {}", a.reason));
         }
         out.push(f);
     }

@@ -56,6 +56,9 @@ pub struct EnsureOptions {
     pub timeout: Duration,
     /// Act on a RayCluster owned by another user.
     pub force: bool,
+    /// Apply even where another field manager owns fields (server-side apply with
+    /// `force`, kubectl's `--force-conflicts`); drift is then judged the same way.
+    pub force_conflicts: bool,
 }
 
 impl Default for EnsureOptions {
@@ -65,6 +68,7 @@ impl Default for EnsureOptions {
             wait: true,
             timeout: DEFAULT_READY_TIMEOUT,
             force: false,
+            force_conflicts: false,
         }
     }
 }
@@ -162,12 +166,21 @@ pub async fn ensure_cluster(
         drop(step);
         live = None;
     }
+    let apply_opts = ApplyOptions {
+        dry_run: false,
+        force: opts.force_conflicts,
+    };
+    // Drift is judged with the options of the apply it leads to, so a conflict shows before
+    // anything changes. Only `Apply` applies over the live object; `Warn` leaves it and
+    // `Recreate` creates it anew, where nobody else owns anything: forced dry runs.
+    let drift_force = opts.force_conflicts || opts.on_drift != OnDrift::Apply;
     let drift = match &live {
-        Some(l) => k8s.drift_from(l, &manifest).await?,
+        Some(l) => k8s.drift_from(l, &manifest, drift_force).await?,
         None => Drift::Missing,
     };
     let mut changed = match &drift {
         Drift::Changed(paths) => paths.clone(),
+        Drift::Conflict(conflicts) => return Err(k8s.conflict_diag(&manifest, conflicts)?),
         _ => Vec::new(),
     };
     // In place, only counts and the like take effect; pod templates would reach only
@@ -204,12 +217,12 @@ pub async fn ensure_cluster(
             progress.line(format!(
                 "[{tag}] applying RayCluster {name} in namespace `{ns}`"
             ));
-            let created = k8s.apply(&manifest, ApplyOptions::default()).await?;
+            let created = k8s.apply(&manifest, apply_opts).await?;
             own_dra(k8s, &dra, &created).await?;
             EnsureAction::Created
         }
         (None, _) => {
-            let created = k8s.apply(&manifest, ApplyOptions::default()).await?;
+            let created = k8s.apply(&manifest, apply_opts).await?;
             own_dra(k8s, &dra, &created).await?;
             EnsureAction::Recreated(changed)
         }
@@ -225,7 +238,7 @@ pub async fn ensure_cluster(
                 "[{tag}] RayCluster {name} differs from the rendered manifest ({}); applying",
                 changed.join(", ")
             ));
-            k8s.apply(&manifest, ApplyOptions::default()).await?;
+            k8s.apply(&manifest, apply_opts).await?;
             EnsureAction::Updated(changed)
         }
         (Some(_), OnDrift::Warn) => {

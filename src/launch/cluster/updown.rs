@@ -32,6 +32,8 @@ pub struct UpOptions {
     /// Delete and re-create a RayCluster that drifted (the only way pod-template
     /// changes reach its pods); otherwise the drift is applied in place.
     pub recreate: bool,
+    /// Server-side apply with `force`: take over fields other field managers own.
+    pub force_conflicts: bool,
     /// Submit daemons (needs `wait`: a daemon goes to a ready cluster).
     pub daemons: bool,
     /// Where daemons' `rayUploadPaths` are taken from.
@@ -102,6 +104,7 @@ pub async fn cluster_up(
                         wait: opts.wait,
                         timeout: opts.timeout,
                         force: opts.force,
+                        force_conflicts: opts.force_conflicts,
                     };
                     let cluster = ensure_cluster(k8s, cfg, *role, &ensure, progress).await?;
                     let has_daemon = cluster_of(cfg, *role)?.daemon.is_some();

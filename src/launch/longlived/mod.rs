@@ -188,6 +188,8 @@ pub async fn run(
         wait: true,
         timeout: opts.timeout,
         force: false,
+        // A conflict only matters when applying; Warn reports it, Recreate replaces.
+        force_conflicts: false,
     };
     let daemon_opts = DaemonOptions {
         replace: opts.replace,

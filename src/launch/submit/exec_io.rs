@@ -26,7 +26,8 @@ pub async fn exec_stream(
     cmd: &[&str],
     out: mpsc::UnboundedSender<String>,
 ) -> Result<i32> {
-    let api: Api<Pod> = Api::namespaced(k8s.client.clone(), ns);
+    // The streams' client: a command may stay silent for longer than any read timeout.
+    let api: Api<Pod> = Api::namespaced(k8s.stream_client.clone(), ns);
     let ap = AttachParams::default()
         .stdin(false)
         .stdout(true)
@@ -82,5 +83,8 @@ pub async fn exec_stream(
         None => None,
     };
     let _ = proc.join().await;
+    if let Some(d) = crate::k8s::exec::failure_diag(status.as_ref(), pod, cmd) {
+        return Err(d);
+    }
     Ok(exit_code_of(status.as_ref()))
 }

@@ -41,12 +41,13 @@ use crate::script::plan::object_key;
 /// Default deadline of each deletion wait of `down` (as `nrl cluster down`).
 const DOWN_TIMEOUT: Duration = Duration::from_secs(600);
 
-const UP_OPTIONS: [&str; 9] = [
+const UP_OPTIONS: [&str; 10] = [
     "targets",
     "wait",
     "timeout",
     "force",
     "recreate",
+    "force_conflicts",
     "daemons",
     "repo_root",
     "validate",
@@ -327,6 +328,7 @@ fn bring_up(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<
         timeout: o.seconds("timeout", DEFAULT_READY_TIMEOUT)?,
         force: o.bool("force", false)?,
         recreate: o.bool("recreate", false)?,
+        force_conflicts: o.bool("force_conflicts", false)?,
         daemons: o.bool("daemons", true)?,
         repo_root: match o.str("repo_root") {
             Some(p) => super::util::confined(&h, &p).map_err(fail)?,

@@ -1,16 +1,22 @@
-//! Server-side apply and `metadata.managedFields`, approximated.
+//! Server-side apply and `metadata.managedFields`.
 //!
-//! Field ownership is tracked as leaf paths. Lists whose elements all carry a `name`
-//! (or `containerPort`, or `port`) are associative and keyed by it, as the real schemas
-//! declare for containers, env, volumes and ports; all other lists are atomic. The sets are
-//! stored in `metadata.managedFields` in the real `FieldsV1` shape (`f:spec`, `k:{"name":…}`,
-//! `.`), so clients can read them back.
+//! Field ownership is tracked as leaf paths. How lists and maps merge comes from the kind's
+//! schema (`schema.rs`): `x-kubernetes-list-type: map` lists are keyed by their
+//! `x-kubernetes-list-map-keys` (containers by `name`, container ports by `containerPort` +
+//! `protocol`, `metadata.ownerReferences` by `uid`), every other list — and any list a
+//! CRD leaves unannotated, such as `spec.workerGroupSpecs` — is atomic: one field, owned
+//! and replaced whole (https://kubernetes.io/docs/reference/using-api/server-side-apply/#merge-strategy).
+//! `set` lists are approximated as atomic. Below `x-kubernetes-preserve-unknown-fields`
+//! maps are granular and lists atomic, as structured-merge-diff deduces. The sets are
+//! stored in `metadata.managedFields` in the real `FieldsV1` shape (`f:spec`,
+//! `k:{"name":…}`, `.`), so clients can read them back.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
 use super::meta::now_rfc3339;
+use super::schema::{self, Field, ListType, Node};
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PathElem {
@@ -34,45 +40,40 @@ pub struct ManagerEntry {
     pub fields: FieldSet,
 }
 
-const KEY_FIELDS: &[&str] = &["name", "containerPort", "port"];
-
-fn list_key_field(items: &[Value]) -> Option<&'static str> {
-    if items.is_empty() {
-        return None;
+/// The schema of field `k` under `node` (`None`: untyped, deduced from the value).
+fn child_node(node: Option<Node>, k: &str) -> Option<Node> {
+    match node?.field(k) {
+        Field::Known(n) => Some(n),
+        Field::Untyped | Field::Unknown => None,
     }
-    KEY_FIELDS.iter().copied().find(|k| {
-        items
-            .iter()
-            .all(|e| e.get(k).is_some_and(|v| v.is_string() || v.is_number()))
-    })
 }
 
-fn element_key(elem: &Value, key_field: &str) -> String {
-    let mut m = Map::new();
-    m.insert(
-        key_field.to_string(),
-        elem.get(key_field).cloned().unwrap_or(Value::Null),
-    );
-    Value::Object(m).to_string()
+/// The key fields of a list, when the schema makes it a `map` list.
+fn map_keys(node: Option<Node>) -> Option<Vec<String>> {
+    match node?.list_type() {
+        ListType::Map(keys) if !keys.is_empty() => Some(keys),
+        _ => None,
+    }
 }
 
-fn collect(v: &Value, path: &mut FieldPath, out: &mut FieldSet) {
+fn collect(v: &Value, node: Option<Node>, path: &mut FieldPath, out: &mut FieldSet) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
+        Value::Object(m) if !m.is_empty() && !node.is_some_and(|n| n.atomic_map()) => {
             for (k, child) in m {
                 path.push(PathElem::Field(k.clone()));
-                collect(child, path, out);
+                collect(child, child_node(node, k), path, out);
                 path.pop();
             }
         }
-        Value::Array(items) => match list_key_field(items) {
-            Some(kf) => {
+        Value::Array(items) => match map_keys(node) {
+            Some(keys) => {
+                let item_node = node.and_then(|n| n.items());
                 for elem in items {
-                    path.push(PathElem::Key(element_key(elem, kf)));
+                    path.push(PathElem::Key(schema::element_key(elem, &keys)));
                     let mut itself = path.clone();
                     itself.push(PathElem::Itself);
                     out.insert(itself);
-                    collect(elem, path, out);
+                    collect(elem, item_node, path, out);
                     path.pop();
                 }
             }
@@ -86,12 +87,13 @@ fn collect(v: &Value, path: &mut FieldPath, out: &mut FieldSet) {
     }
 }
 
-/// The fields an object (or an applied configuration) sets. `status` is only tracked for
-/// the status subresource; of `metadata` only labels, annotations, finalizers and
-/// ownerReferences are tracked, as the real field manager does.
+/// The fields an object (or an applied configuration) sets, merged by the schema of its
+/// kind. `status` is only tracked for the status subresource; of `metadata` only labels,
+/// annotations, finalizers and ownerReferences are tracked, as the real field manager does.
 pub fn field_set(obj: &Value, status_only: bool) -> FieldSet {
     let mut out = FieldSet::new();
     let Some(m) = obj.as_object() else { return out };
+    let root = schema::for_object(obj);
     for (k, v) in m {
         let tracked = match k.as_str() {
             "apiVersion" | "kind" => false,
@@ -102,6 +104,7 @@ pub fn field_set(obj: &Value, status_only: bool) -> FieldSet {
         if !tracked {
             continue;
         }
+        let node = child_node(root, k);
         if k == "metadata" {
             for mk in ["labels", "annotations", "finalizers", "ownerReferences"] {
                 if let Some(mv) = v.get(mk) {
@@ -109,15 +112,20 @@ pub fn field_set(obj: &Value, status_only: bool) -> FieldSet {
                         PathElem::Field("metadata".into()),
                         PathElem::Field(mk.into()),
                     ];
-                    collect(mv, &mut p, &mut out);
+                    collect(mv, child_node(node, mk), &mut p, &mut out);
                 }
             }
         } else {
             let mut p = vec![PathElem::Field(k.clone())];
-            collect(v, &mut p, &mut out);
+            collect(v, node, &mut p, &mut out);
         }
     }
     out
+}
+
+/// Does list element `e` have the key `key` (all its fields)?
+fn key_matches(e: &Value, key: &Map<String, Value>) -> bool {
+    !key.is_empty() && key.iter().all(|(k, v)| e.get(k) == Some(v))
 }
 
 /// The value at a field path, if present.
@@ -128,8 +136,7 @@ pub fn value_at<'a>(obj: &'a Value, path: &[PathElem]) -> Option<&'a Value> {
             PathElem::Field(k) => cur.get(k)?,
             PathElem::Key(key) => {
                 let key: Map<String, Value> = serde_json::from_str(key).ok()?;
-                let (kf, kv) = key.iter().next()?;
-                cur.as_array()?.iter().find(|e| e.get(kf) == Some(kv))?
+                cur.as_array()?.iter().find(|e| key_matches(e, &key))?
             }
             PathElem::Itself => cur,
         };
@@ -150,11 +157,8 @@ pub fn remove_at(obj: &mut Value, path: &[PathElem]) {
         let Ok(key) = serde_json::from_str::<Map<String, Value>>(key) else {
             return;
         };
-        let Some((kf, kv)) = key.iter().next() else {
-            return;
-        };
         if let Some(Value::Array(items)) = value_at_mut(obj, list_path) {
-            items.retain(|e| e.get(kf) != Some(kv));
+            items.retain(|e| !key_matches(e, &key));
         }
         return;
     }
@@ -186,10 +190,9 @@ fn value_at_mut<'a>(obj: &'a mut Value, path: &[PathElem]) -> Option<&'a mut Val
             PathElem::Field(k) => cur.get_mut(k)?,
             PathElem::Key(key) => {
                 let key: Map<String, Value> = serde_json::from_str(key).ok()?;
-                let (kf, kv) = key.iter().next()?;
                 cur.as_array_mut()?
                     .iter_mut()
-                    .find(|e| e.get(kf) == Some(kv))?
+                    .find(|e| key_matches(e, &key))?
             }
             PathElem::Itself => cur,
         };
@@ -197,37 +200,45 @@ fn value_at_mut<'a>(obj: &'a mut Value, path: &[PathElem]) -> Option<&'a mut Val
     Some(cur)
 }
 
-/// Merge an applied configuration into a live object: maps recursively, associative lists
-/// by key, everything else replaced; `null` removes.
+/// Merge an applied configuration into a live object of the same kind: maps recursively,
+/// `map` lists by key, atomic lists and maps replaced; `null` removes.
 pub fn merge_applied(live: &mut Value, applied: &Value) {
+    let root = schema::for_object(applied);
+    merge_node(live, applied, root);
+}
+
+fn merge_node(live: &mut Value, applied: &Value, node: Option<Node>) {
     match (live, applied) {
-        (Value::Object(l), Value::Object(a)) => {
+        (Value::Object(l), Value::Object(a)) if !node.is_some_and(|n| n.atomic_map()) => {
             for (k, v) in a {
                 if v.is_null() {
                     l.remove(k);
                 } else if let Some(existing) = l.get_mut(k) {
-                    merge_applied(existing, v);
+                    merge_node(existing, v, child_node(node, k));
                 } else {
                     l.insert(k.clone(), v.clone());
                 }
             }
         }
-        (Value::Array(l), Value::Array(a)) => match (list_key_field(a), list_key_field(l)) {
-            (Some(kf), Some(lkf)) if kf == lkf => {
+        (Value::Array(l), Value::Array(a)) => match map_keys(node) {
+            Some(keys) => {
+                let item_node = node.and_then(|n| n.items());
                 for elem in a {
-                    let kv = elem.get(kf);
-                    match l.iter_mut().find(|e| e.get(kf) == kv) {
-                        Some(existing) => merge_applied(existing, elem),
+                    let key: Map<String, Value> =
+                        serde_json::from_str(&schema::element_key(elem, &keys)).unwrap_or_default();
+                    match l.iter_mut().find(|e| key_matches(e, &key)) {
+                        Some(existing) => merge_node(existing, elem, item_node),
                         None => l.push(elem.clone()),
                     }
                 }
             }
-            _ => *l = a.clone(),
+            None => *l = a.clone(),
         },
         (live, applied) => *live = applied.clone(),
     }
 }
 
+/// A field path as the server prints it: `.spec.containers[name="head"].image`.
 fn path_to_string(path: &[PathElem]) -> String {
     let mut out = String::new();
     for e in path {
@@ -237,8 +248,10 @@ fn path_to_string(path: &[PathElem]) -> String {
                 out.push_str(k);
             }
             PathElem::Key(k) => {
+                let key: Map<String, Value> = serde_json::from_str(k).unwrap_or_default();
+                let parts: Vec<String> = key.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 out.push('[');
-                out.push_str(&k.replace(['{', '}'], "").replace(':', "="));
+                out.push_str(&parts.join(","));
                 out.push(']');
             }
             PathElem::Itself => {}
@@ -368,6 +381,25 @@ pub fn write_managed(obj: &mut Value, entries: &[ManagerEntry]) {
 pub struct Conflict {
     pub manager: String,
     pub field: String,
+    /// `Update` managers are named with their apiVersion and time, `Apply` ones alone.
+    pub operation: String,
+    pub api_version: String,
+    pub time: String,
+}
+
+impl Conflict {
+    /// `"kubectl-edit" using ray.io/v1 at 2026-01-01T00:00:00Z` or `"nrl"`
+    /// (apimachinery `managedfields/internal/conflict.go` `NewConflictError`).
+    fn who(&self) -> String {
+        if self.operation == "Update" {
+            format!(
+                "\"{}\" using {} at {}",
+                self.manager, self.api_version, self.time
+            )
+        } else {
+            format!("\"{}\"", self.manager)
+        }
+    }
 }
 
 /// Server-side apply of `applied` (already stripped to the subresource's part) onto `live`.
@@ -416,6 +448,9 @@ pub fn server_side_apply(
                 conflicts.push(Conflict {
                     manager: e.manager.clone(),
                     field: path_to_string(path),
+                    operation: e.operation.clone(),
+                    api_version: e.api_version.clone(),
+                    time: e.time.clone(),
                 });
                 conflicting.push(path.clone());
             }
@@ -448,15 +483,20 @@ pub fn server_side_apply(
             e.fields.remove(p);
         }
     }
-    entries.retain(|e| !is_mine(e) && !e.fields.is_empty());
-    entries.push(ManagerEntry {
+    let mine = ManagerEntry {
         manager: manager.to_string(),
         operation: "Apply".into(),
         api_version,
         subresource: subresource.map(str::to_string),
         time: now_rfc3339(),
         fields: new_set,
-    });
+    };
+    // The applier's entry keeps its place, so a no-op re-apply leaves the list as it was.
+    match entries.iter().position(is_mine) {
+        Some(i) => entries[i] = mine,
+        None => entries.push(mine),
+    }
+    entries.retain(|e| !e.fields.is_empty());
     Ok((merged, entries))
 }
 
@@ -516,29 +556,42 @@ pub fn record_update(
     entries
 }
 
-/// The message and causes of a 409 apply conflict, as the real server words it.
-pub fn conflict_status(conflicts: &[Conflict], api_version: &str) -> Value {
+/// The message and causes of a 409 apply conflict, as the real server words it
+/// (apimachinery `managedfields/internal/conflict.go` `NewConflictError`,
+/// `api/errors` `NewApplyConflict`).
+pub fn conflict_status(conflicts: &[Conflict], _api_version: &str) -> Value {
     let n = conflicts.len();
-    let lines: Vec<String> = conflicts
-        .iter()
-        .map(|c| {
-            format!(
-                "- conflict with \"{}\" using {}: {}",
-                c.manager, api_version, c.field
-            )
-        })
-        .collect();
     let message = if n == 1 {
         format!(
-            "Apply failed with 1 conflict: conflict with \"{}\" using {}: {}",
-            conflicts[0].manager, api_version, conflicts[0].field
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            conflicts[0].who(),
+            conflicts[0].field
         )
     } else {
-        format!("Apply failed with {n} conflicts: {}", lines.join("\n"))
+        let mut by_manager: Vec<(String, Vec<&str>)> = Vec::new();
+        for c in conflicts {
+            let who = c.who();
+            match by_manager.iter_mut().find(|(w, _)| *w == who) {
+                Some((_, f)) => f.push(&c.field),
+                None => by_manager.push((who, vec![&c.field])),
+            }
+        }
+        let parts: Vec<String> = by_manager
+            .iter()
+            .map(|(who, fields)| {
+                if fields.len() == 1 {
+                    format!("conflict with {who}: {}", fields[0])
+                } else {
+                    let list: Vec<String> = fields.iter().map(|f| format!("- {f}")).collect();
+                    format!("conflicts with {who}:\n{}", list.join("\n"))
+                }
+            })
+            .collect();
+        format!("Apply failed with {n} conflicts: {}", parts.join("\n"))
     };
     let causes: Vec<Value> = conflicts
         .iter()
-        .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{}\" using {}", c.manager, api_version), "field": c.field}))
+        .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", c.who()), "field": c.field}))
         .collect();
     json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {},

@@ -260,21 +260,23 @@ pub fn validate_new(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 }
 
 /// Immutable fields on update, as the real validation rejects changes to them.
-pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> ApiResult<()> {
+pub fn validate_update(
+    rt: &ResourceType,
+    old: &Value,
+    new: &Value,
+    binding: bool,
+) -> ApiResult<()> {
     let name = name_of(new);
+    if rt.kind == "Pod" {
+        return pod_spec_update(name, old, new, binding);
+    }
     let immutable: &[&str] = match rt.kind {
         "Job" => &["/spec/selector", "/spec/template", "/spec/completionMode"],
         "Deployment" => &["/spec/selector"],
         "Service" => &["/spec/clusterIP"],
-        "Pod" => &[
-            "/spec/containers/0/name",
-            "/spec/restartPolicy",
-            "/spec/volumes",
-            "/spec/initContainers",
-        ],
         _ => &[],
     };
-    for ptr in immutable {
+    for ptr in immutable.iter() {
         if let (Some(a), Some(b)) = (old.pointer(ptr), new.pointer(ptr))
             && a != b
         {
@@ -283,4 +285,111 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> ApiResult
         }
     }
     Ok(())
+}
+
+/// What a Pod update may change in `spec` (kubernetes `pkg/apis/core/validation/validation.go`
+/// `ValidatePodUpdate`, `updatablePodSpecFields`; spec §4.9): container and init container
+/// images; `activeDeadlineSeconds` set from nothing to a positive value or lowered, never
+/// unset; `tolerations` added to; `schedulingGates` removed from; `terminationGracePeriodSeconds`
+/// from negative to 1; `nodeSelector` additions while the pod is still gated. Anything else
+/// is 422 with a `Forbidden` cause at `spec`. `binding`: the scheduler's write of
+/// `nodeName`, which really goes through the `pods/binding` subresource.
+fn pod_spec_update(name: &str, old: &Value, new: &Value, binding: bool) -> ApiResult<()> {
+    let (Some(o), Some(n)) = (old.get("spec"), new.get("spec")) else {
+        return Ok(());
+    };
+    // `new` with every allowed change undone must equal `old`.
+    let mut masked = n.clone();
+    for list in ["containers", "initContainers"] {
+        if let (Some(Value::Array(mc)), Some(Value::Array(oc))) =
+            (masked.get_mut(list), o.get(list))
+            && mc.len() == oc.len()
+        {
+            for (m, oc) in mc.iter_mut().zip(oc) {
+                if let (Some(m), Some(img)) = (m.as_object_mut(), oc.get("image")) {
+                    m.insert("image".into(), img.clone());
+                }
+            }
+        }
+    }
+    let restore = |masked: &mut Value, k: &str| match o.get(k) {
+        Some(v) => masked[k] = v.clone(),
+        None => {
+            if let Some(m) = masked.as_object_mut() {
+                m.remove(k);
+            }
+        }
+    };
+    let int = |v: &Value, k: &str| v.get(k).and_then(Value::as_i64);
+    match (
+        int(o, "activeDeadlineSeconds"),
+        int(n, "activeDeadlineSeconds"),
+    ) {
+        (None, Some(b)) if b > 0 => restore(&mut masked, "activeDeadlineSeconds"),
+        (Some(a), Some(b)) if b > 0 && b <= a => restore(&mut masked, "activeDeadlineSeconds"),
+        _ => {}
+    }
+    let list = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (ot, nt) = (list(o, "tolerations"), list(n, "tolerations"));
+    if ot.iter().all(|t| nt.contains(t)) {
+        restore(&mut masked, "tolerations");
+    }
+    let (og, ng) = (list(o, "schedulingGates"), list(n, "schedulingGates"));
+    if ng.iter().all(|g| og.contains(g)) {
+        restore(&mut masked, "schedulingGates");
+    }
+    if int(o, "terminationGracePeriodSeconds").is_some_and(|v| v < 0)
+        && int(n, "terminationGracePeriodSeconds") == Some(1)
+    {
+        restore(&mut masked, "terminationGracePeriodSeconds");
+    }
+    if !og.is_empty() {
+        let sel = |v: &Value| {
+            v.get("nodeSelector")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (os, ns) = (sel(o), sel(n));
+        if os.iter().all(|(k, v)| ns.get(k) == Some(v)) {
+            restore(&mut masked, "nodeSelector");
+        }
+    }
+    if binding && o.get("nodeName").is_none() {
+        restore(&mut masked, "nodeName");
+    }
+    if masked == *o {
+        return Ok(());
+    }
+    let mut changed = Vec::new();
+    let keys: std::collections::BTreeSet<&String> = masked
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .chain(o.as_object().into_iter().flat_map(|m| m.keys()))
+        .collect();
+    for k in keys {
+        if masked.get(k) != o.get(k) {
+            changed.push(format!("spec.{k}"));
+        }
+    }
+    let detail = format!(
+        "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative) (changed: {})",
+        changed.join(", ")
+    );
+    let mut e = ApiError::new(
+        422,
+        "Invalid",
+        format!("Pod \"{name}\" is invalid: spec: Forbidden: {detail}"),
+    );
+    e.status["details"] = serde_json::json!({
+        "name": name, "kind": "Pod",
+        "causes": [{"reason": "FieldValueForbidden", "message": format!("Forbidden: {detail}"), "field": "spec"}]
+    });
+    Err(e)
 }

@@ -35,14 +35,17 @@ impl State {
         } else {
             None
         };
-        // Controller writes leave managedFields as they were: tracking every status write of
-        // the simulations costs more than it tells (nrl only owns what it applies).
+        // A controller's write is an Update under its own manager (its User-Agent's program
+        // name, e.g. `kuberay-operator`), a status write with `subresource: status`
+        // (https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers;
+        // apiserver `handlers/create.go` `managerOrUserAgent`).
         let opts = WriteOpts {
             manager: manager.to_string(),
             subresource: sub.map(str::to_string),
             ..Default::default()
         };
-        self.commit_update(&mut store, rt, key, &live, new, None, &opts)
+        let managed = super::apply::record_update(Some(&live), &new, manager, sub);
+        self.commit_update(&mut store, rt, key, &live, new, Some(managed), &opts)
     }
 
     /// Create (or replace wholesale) an object as a controller would, status included.

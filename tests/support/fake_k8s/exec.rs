@@ -149,6 +149,7 @@ pub fn respond(
     ns: &str,
     name: &str,
     q: &Query,
+    fails: Option<String>,
 ) -> ApiResult<Response> {
     let pod = state.get(&PODS, ns, name)?;
     let container = resolve_container(&pod, q.get("container"))?;
@@ -164,6 +165,19 @@ pub fn respond(
     let command: Vec<String> = q.all("command").into_iter().map(str::to_string).collect();
     if command.is_empty() {
         return Err(ApiError::bad_request("you must specify at least 1 command"));
+    }
+    if let Some(message) = fails {
+        let status = json!({"metadata": {}, "status": "Failure",
+            "message": format!("Internal error occurred: {message}"), "reason": "InternalError",
+            "details": {"causes": [{"message": message}]}, "code": 500});
+        return Ok(ws
+            .protocols(["v5.channel.k8s.io", "v4.channel.k8s.io"])
+            .on_upgrade(move |mut socket| async move {
+                let _ = socket
+                    .send(frame(STATUS, status.to_string().as_bytes()))
+                    .await;
+                let _ = socket.send(Message::Close(None)).await;
+            }));
     }
     let session = ExecSession {
         state: state.clone(),

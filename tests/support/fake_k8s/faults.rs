@@ -132,7 +132,22 @@ pub enum FaultAction {
     Hang,
     /// Watches: abort the connection after this many events.
     DropWatchAfter(usize),
+    /// Answer 200 with the headers of a watch stream, then send nothing and never close:
+    /// a connection that stopped answering (a dead peer behind a live TCP connection, a
+    /// stuck proxy). The client has to notice by itself.
+    Stall,
+    /// Exec: the upgrade succeeds, then the API server's stream translator cannot reach
+    /// the kubelet (or the kubelet cannot find the container) and reports it on the status
+    /// channel as `Failure`, reason `InternalError`, message `Internal error occurred:
+    /// <this>`, with no `ExitCode` cause (apiserver `pkg/util/proxy/streamtranslator.go`
+    /// `StreamTranslatorHandler.ServeHTTP`: a non-exit error of the SPDY executor goes to
+    /// `writeStatus(apierrors.NewInternalError(err))`).
+    ExecFailure(String),
 }
+
+/// Marker the exec handler reads to fail the way an unreachable kubelet does.
+#[derive(Debug, Clone)]
+pub struct ExecFails(pub String);
 
 #[derive(Debug, Clone)]
 pub struct Fault {
@@ -232,6 +247,9 @@ pub async fn middleware(
                 FaultAction::DropWatchAfter(k) => {
                     req.extensions_mut().insert(DropWatchAfter(*k));
                 }
+                FaultAction::ExecFailure(m) => {
+                    req.extensions_mut().insert(ExecFails(m.clone()));
+                }
                 other => {
                     if terminal.is_some() {
                         continue;
@@ -262,6 +280,16 @@ pub async fn middleware(
             return resp;
         }
         Some(FaultAction::Hang) => std::future::pending::<()>().await,
+        Some(FaultAction::Stall) => {
+            set_status(200);
+            let never = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+            let mut resp = Response::new(Body::from_stream(never));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return resp;
+        }
         _ => {}
     }
 

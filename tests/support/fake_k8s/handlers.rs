@@ -75,6 +75,105 @@ fn write_opts(q: &Query, req: &Request<Body>, sub: Option<&str>) -> ApiResult<Wr
     })
 }
 
+/// The `fieldValidation` directive of a write (default `Warn`), per
+/// https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation and
+/// apiserver `endpoints/handlers/rest.go` `fieldValidation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+fn field_validation(q: &Query) -> ApiResult<FieldValidation> {
+    match q.get("fieldValidation") {
+        None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some("Strict") => Ok(FieldValidation::Strict),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation must be one of Ignore, Warn, Strict, got {other:?}"
+        ))),
+    }
+}
+
+/// Decoding a create/update body: fields the kind's schema does not declare are an error
+/// under `Strict` (400 `strict decoding error: unknown field "spec.x"`, apiserver
+/// `handlers/rest.go` `transformDecodeError`), otherwise dropped — CRDs prune them
+/// (apiextensions-apiserver `customresource_handler.go` `schemaCoercingDecoder`), built-in
+/// kinds never decode them — with one `Warning: 299` header each under `Warn` (apiserver
+/// `rest.go` `addStrictDecodingWarnings`). Returns the warnings.
+fn decode_fields(
+    rt: &ResourceType,
+    body: &mut Value,
+    directive: FieldValidation,
+) -> ApiResult<Vec<String>> {
+    let Some(node) = super::schema::for_kind(&rt.api_version(), rt.kind) else {
+        return Ok(Vec::new());
+    };
+    let unknown = super::schema::unknown_fields(body, node);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    if directive == FieldValidation::Strict {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+            listed.join(", "),
+            kind = rt.kind,
+            v = rt.version,
+        )));
+    }
+    super::schema::prune(body, node);
+    Ok(if directive == FieldValidation::Warn {
+        listed
+    } else {
+        Vec::new()
+    })
+}
+
+/// Server-side apply converts the applied configuration to the kind's typed schema first:
+/// an undeclared field fails that conversion whatever `fieldValidation` says, as a 500
+/// with no reason (apimachinery `managedfields/internal/structuredmerge.go` `Apply`;
+/// apiserver `handlers/patch.go` `applyPatcher`; spec §4.2).
+fn typed_apply_check(rt: &ResourceType, body: &Value) -> ApiResult<()> {
+    let Some(node) = super::schema::for_kind(&rt.api_version(), rt.kind) else {
+        return Ok(());
+    };
+    let unknown = super::schema::unknown_fields(body, node);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let group = rt.group;
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|f| format!(".{f}: field not declared in schema"))
+        .collect();
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({group}/{}, Kind={}): {}",
+            rt.version,
+            rt.kind,
+            fields.join(", ")
+        ),
+    ))
+}
+
+/// `Warning: 299 - "<text>"` headers (apiserver `endpoints/filters/warning.go`).
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - \"{}\"", w.replace('"', "\\\""));
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
 async fn read_body(body: Body) -> ApiResult<Vec<u8>> {
     axum::body::to_bytes(body, MAX_BODY)
         .await
@@ -340,7 +439,8 @@ async fn dispatch(state: Arc<State>, req: Request<Body>) -> ApiResult<Response> 
                         .get::<super::access::EffectiveUser>()
                         .map(|u| u.0.clone())
                         .unwrap_or_else(|| super::access::USER.to_string());
-                    let body = parse_json(&read_body(req.into_body()).await?)?;
+                    let directive = field_validation(&q)?;
+                    let mut body = parse_json(&read_body(req.into_body()).await?)?;
                     if rt.create_only {
                         return Ok(json_response(
                             201,
@@ -358,7 +458,11 @@ async fn dispatch(state: Arc<State>, req: Request<Body>) -> ApiResult<Response> 
                     } else {
                         ""
                     };
-                    Ok(json_response(201, &state.create(rt, ns, body, &opts)?))
+                    let warnings = decode_fields(rt, &mut body, directive)?;
+                    Ok(with_warnings(
+                        json_response(201, &state.create(rt, ns, body, &opts)?),
+                        &warnings,
+                    ))
                 }
                 Method::DELETE => {
                     let sel = Selectors::parse(q.get("labelSelector"), q.get("fieldSelector"))?;
@@ -407,13 +511,17 @@ async fn object(
         None | Some("status") => {}
         Some("log") if rt.kind == "Pod" => return super::logs::respond(state, ns, name, q),
         Some(s @ ("exec" | "portforward")) if rt.kind == "Pod" => {
+            let exec_fails = req
+                .extensions()
+                .get::<super::faults::ExecFails>()
+                .map(|f| f.0.clone());
             let (mut parts, _) = req.into_parts();
             let ws = WebSocketUpgrade::from_request_parts(&mut parts, &())
                 .await
                 .map_err(|e| ApiError::bad_request(format!("Upgrade request required: {e}")))?;
             return match s {
                 "portforward" => super::portforward::respond(state, ws, ns, name, q),
-                _ => super::exec::respond(state, ws, ns, name, q),
+                _ => super::exec::respond(state, ws, ns, name, q, exec_fails),
             };
         }
         Some(_) => {
@@ -443,10 +551,12 @@ async fn object(
         Method::GET => Ok(json_response(200, &state.get(rt, ns, name)?)),
         Method::PUT => {
             let opts = write_opts(q, &req, sub)?;
-            let body = parse_json(&read_body(req.into_body()).await?)?;
-            Ok(json_response(
-                200,
-                &state.replace(rt, ns, name, body, &opts)?,
+            let directive = field_validation(q)?;
+            let mut body = parse_json(&read_body(req.into_body()).await?)?;
+            let warnings = decode_fields(rt, &mut body, directive)?;
+            Ok(with_warnings(
+                json_response(200, &state.replace(rt, ns, name, body, &opts)?),
+                &warnings,
             ))
         }
         Method::PATCH => {
@@ -464,7 +574,9 @@ async fn object(
             let bytes = read_body(req.into_body()).await?;
             let kind = match ct.as_str() {
                 "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+                    field_validation(q)?;
                     let body = parse_yaml_or_json(&bytes)?;
+                    typed_apply_check(rt, &body)?;
                     let (obj, created) = state.apply(rt, ns, name, body, &opts)?;
                     return Ok(json_response(if created { 201 } else { 200 }, &obj));
                 }
@@ -473,10 +585,17 @@ async fn object(
                 "application/json-patch+json" => PatchType::Json,
                 other => return Err(ApiError::unsupported_media_type(other)),
             };
-            let body = parse_json(&bytes)?;
-            Ok(json_response(
-                200,
-                &state.patch(rt, ns, name, kind, &body, &opts)?,
+            let directive = field_validation(q)?;
+            let mut body = parse_json(&bytes)?;
+            // Merge and strategic patches mirror the object's shape, so their unknown
+            // fields are the result's (JSON patches are not checked).
+            let warnings = match kind {
+                PatchType::Json => Vec::new(),
+                _ => decode_fields(rt, &mut body, directive)?,
+            };
+            Ok(with_warnings(
+                json_response(200, &state.patch(rt, ns, name, kind, &body, &opts)?),
+                &warnings,
             ))
         }
         Method::DELETE => {

@@ -62,10 +62,13 @@
 //!   `wait_until_blocking`.
 //!
 //! # Known differences from a real cluster
-//! - Server-side apply is approximated: lists of maps keyed by `name` / `containerPort` /
-//!   `port` are associative, all other lists atomic; strategic merge patch merges lists of
-//!   named maps by name and is otherwise a merge patch. Writes by the simulated controllers do
-//!   not show up in `managedFields`.
+//! - Server-side apply merges by the kinds' schemas (`schema.rs`: list-map keys, atomic
+//!   lists such as `spec.workerGroupSpecs`); `set` lists are atomic; strategic merge patch
+//!   merges lists of named maps by name and is otherwise a merge patch. Controller writes
+//!   are recorded in `managedFields` under their own manager. `fieldValidation` is checked
+//!   on the request body (for merge patches: the patch), not on the patched result.
+//! - Exec failures the kubelet would cause are injected ([`FaultAction::ExecFailure`]);
+//!   stalled watches with [`FaultAction::Stall`].
 //! - Exec'd processes run on this machine in `<root>/pods/<ns>/<pod>` (also `HOME`; `TMPDIR` is
 //!   its `tmp/`): absolute paths such as `/tmp` are the host's, shared by all "pods". There is
 //!   no `attach`.
@@ -92,6 +95,7 @@ pub mod portforward;
 pub mod pty;
 pub mod resources;
 pub mod routes;
+pub mod schema;
 pub mod selectors;
 pub mod sim;
 pub mod state;

@@ -346,7 +346,9 @@ impl State {
         opts: &WriteOpts,
     ) -> ApiResult<Arc<Value>> {
         if !opts.is_status() {
-            defaults::validate_update(rt, live, &new)?;
+            // The simulated scheduler sets `nodeName`, as a binding would.
+            let binding = opts.manager == "kube-scheduler";
+            defaults::validate_update(rt, live, &new, binding)?;
         }
         // System metadata is the server's, whatever the body said.
         let no_meta = json!({});

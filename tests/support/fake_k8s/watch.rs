@@ -72,6 +72,11 @@ fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Bytes {
     )
 }
 
+/// A watch from a resourceVersion older than the history: the stream opens normally (200)
+/// and carries one `ERROR` event whose object is a `Status` {410, `Expired`, `too old
+/// resource version: N (M)`}, then closes; the client relists (apiserver
+/// `storage/cacher/cacher.go` `Watch` → `newErrWatcher`;
+/// https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes).
 fn gone(requested: u64, oldest: u64) -> Bytes {
     let status = ApiError::gone(format!("too old resource version: {requested} ({oldest})")).status;
     line("ERROR", &status)
