@@ -502,6 +502,56 @@ fn run_no_validate_skips_the_offline_checks() {
     );
 }
 
+/// `--no-validate` also covers a long-lived run (`--raycluster`): the RayCluster the
+/// offline name checks refuse is applied.
+#[test]
+fn longlived_run_no_validate_skips_the_offline_checks() {
+    let w = World {
+        home: tempfile::tempdir().unwrap(),
+        fake: FakeK8s::start(),
+    };
+    let label = "+infra.kuberay.training.spec.headGroupSpec.template.metadata.labels.team='a b'";
+    let longlived = |extra: &[&str]| {
+        nrl(&w)
+            .args([
+                "run",
+                QS_RECIPE,
+                "--infra",
+                QS_INFRA,
+                "--raycluster",
+                "--skip-doctor",
+            ])
+            .args([
+                "--code-source",
+                "image",
+                "--code-path",
+                "/opt/nemo-rl",
+                "--no-wait",
+            ])
+            .args(["--timeout", "20s", label])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = longlived(&[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nrl::render::name"), "{err}");
+    assert!(
+        w.fake.request_log().is_empty(),
+        "nothing reached the cluster"
+    );
+    let out = longlived(&["--no-validate"]);
+    let rc = w
+        .fake
+        .get("ray.io/v1", "RayCluster", "default", "tester-quickstart")
+        .unwrap_or_else(|| panic!("RayCluster applied: {}", text(&out.stderr)));
+    assert_eq!(
+        rc["spec"]["headGroupSpec"]["template"]["metadata"]["labels"]["team"],
+        "a b"
+    );
+}
+
 /// ref §11 C3: the help says what KubeRay does with the TTL.
 #[test]
 fn ttl_help_says_it_delays_the_cluster_teardown() {
