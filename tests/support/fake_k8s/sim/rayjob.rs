@@ -34,7 +34,9 @@ fn status_str<'a>(rj: &'a Value, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// Set fields of the RayJob status (merged into the current one).
+/// Set fields of the RayJob status (merged into the current one). Empty strings are
+/// dropped: every `RayJobStatus` field is `omitempty` (`apis/ray/v1/rayjob_types.go`), so
+/// KubeRay's `""` (New, or a cleared jobStatus) is an absent field on the wire.
 pub fn set_status(state: &State, ns: &str, name: &str, fields: Value) {
     let _ = update_status(state, &RAYJOBS, ns, name, MANAGER, |o| {
         let mut s = o.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -43,8 +45,15 @@ pub fn set_status(state: &State, ns: &str, name: &str, fields: Value) {
                 m.insert(k.clone(), v.clone());
             }
         }
+        omit_empty(&mut s);
         s
     });
+}
+
+fn omit_empty(s: &mut Value) {
+    if let Some(m) = s.as_object_mut() {
+        m.retain(|_, v| v.as_str() != Some(""));
+    }
 }
 
 /// Mirror the Ray job into a Running RayJob (the Running case polls the dashboard); a
@@ -599,6 +608,7 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                 }
                 s["jobStatus"] = json!("");
                 s["jobDeploymentStatus"] = json!(next);
+                omit_empty(&mut s);
                 s
             });
         }
