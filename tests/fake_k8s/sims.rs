@@ -985,6 +985,19 @@ async fn raycluster_state_is_sticky_and_observed_generation_lags() {
             == Some(json!("ready")))
             .await
     );
+    // The default head Service is headless, so head.serviceIP is the head pod's IP
+    // (common/service.go: BuildServiceForHeadPod; getHeadServiceIPAndName).
+    let svc = fake
+        .get("v1", "Service", "default", "sticky-head-svc")
+        .unwrap();
+    assert_eq!(svc["spec"]["clusterIP"], "None");
+    let head = fake
+        .pods("default", "ray.io/cluster=sticky,ray.io/node-type=head")
+        .remove(0);
+    assert_eq!(
+        field(&fake, "status.head.serviceIP"),
+        Some(head["status"]["podIP"].clone())
+    );
     // Scale up: state stays ready while the new worker starts.
     fake.edit("ray.io/v1", "RayCluster", "default", "sticky", |o| {
         o["spec"]["workerGroupSpecs"][0]["replicas"] = json!(2);

@@ -287,7 +287,10 @@ fn ensure_rayjob_service(state: &State, rj: &Value, ns: &str, cluster: &str) {
                                 "ray.io/originated-from-crd": "RayJob"},
                      "ownerReferences": [owner_ref(rj, true)]},
         "spec": {"selector": {"ray.io/cluster": cluster, "ray.io/node-type": "head"},
-                 "ports": head.pointer("/spec/ports").cloned().unwrap_or_else(|| json!([]))},
+                 "ports": head.pointer("/spec/ports").cloned().unwrap_or_else(|| json!([])),
+                 // Built by the same BuildServiceForHeadPod: headless like the cluster's.
+                 "clusterIP": head.pointer("/spec/clusterIP").cloned().unwrap_or(Value::Null),
+                 "publishNotReadyAddresses": true},
     });
     let _ = state.create(&SERVICES, ns, svc, &WriteOpts::manager(MANAGER));
 }
