@@ -369,3 +369,32 @@ fn a_port_forward_reaches_the_dashboard_behind_a_head_pod() {
     r.ok();
     assert_eq!(r.stdout(), "true\n4\n4\nnrl::script::type\n");
 }
+
+/// Issue 14 item 5: `job.wait()` goes on through `Suspended` (Kueue admits the RayJob
+/// later) instead of returning it as the end.
+#[test]
+fn a_suspended_rayjob_is_waited_on_until_admitted() {
+    let fake = FakeK8s::start();
+    fake.set_rayjob_script("alice-quickstart", RayJobScript::succeeds());
+    fake.set_kueue("alice-quickstart", Some(std::time::Duration::from_secs(1)));
+    let r = run_on(
+        &fake,
+        &format!(
+            r#"{LOAD_IMAGE}
+               let job = launch::rayjob(cfg, #{{run_id: "fake-q", ttl: 0}});
+               let st = job.wait(60);
+               print(`${{st.deployment}} ${{st.job}}`);"#
+        ),
+    );
+    r.ok();
+    assert_eq!(r.stdout().trim(), "Complete SUCCEEDED");
+    let err = r.stderr();
+    assert!(
+        err.contains("[rayjob] alice-quickstart deployment=Suspended job=None"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[rayjob] alice-quickstart waiting for admission (suspended)"),
+        "{err}"
+    );
+}

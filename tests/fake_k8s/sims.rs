@@ -688,6 +688,57 @@ async fn interactive_rayjob_waits_for_its_job_id_and_ttl_needs_shutdown() {
     );
 }
 
+/// Every `jobDeploymentStatus` the RayJob `name` goes through (absent as `""`), recorded
+/// by a watch started before the RayJob exists, so no early state is missed.
+async fn history(
+    rjs: &Api<DynamicObject>,
+    name: &str,
+) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    use futures::StreamExt;
+    let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let cfg = kube::runtime::watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = Box::pin(kube::runtime::watcher(rjs.clone(), cfg));
+    let sink = out.clone();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut ready_tx = Some(ready_tx);
+        while let Some(ev) = stream.next().await {
+            let obj = match ev {
+                Ok(kube::runtime::watcher::Event::InitDone) => {
+                    if let Some(tx) = ready_tx.take() {
+                        let _ = tx.send(());
+                    }
+                    continue;
+                }
+                Ok(kube::runtime::watcher::Event::Apply(o))
+                | Ok(kube::runtime::watcher::Event::InitApply(o)) => o,
+                _ => continue,
+            };
+            let s = status_of(Some(&obj), "jobDeploymentStatus").unwrap_or_default();
+            let mut v = sink.lock().unwrap();
+            if v.last() != Some(&s) {
+                v.push(s);
+            }
+        }
+    });
+    let _ = ready_rx.await;
+    out
+}
+
+/// Until the [`history`] watch has seen `last` too (it runs behind the test's own watch).
+async fn caught_up(hist: &std::sync::Mutex<Vec<String>>, last: &str) {
+    for _ in 0..250 {
+        if hist.lock().unwrap().last().map(String::as_str) == Some(last) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "the history never reached {last}: {:?}",
+        hist.lock().unwrap()
+    );
+}
+
 /// Wait (by watch) until the RayJob's `jobDeploymentStatus` is `want`, recording every
 /// value it goes through.
 async fn until_status(
@@ -722,30 +773,31 @@ async fn a_suspended_rayjob_waits_and_resumes_with_a_new_cluster() {
     fake.set_kueue("queued", Some(Duration::from_millis(1500)));
     let rjs: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
+    let hist = history(&rjs, "queued").await;
     rjs.create(&PostParams::default(), &rayjob("queued", true, 0))
         .await
         .unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
     let suspended = until_status(&rjs, "queued", "Suspended", &seen).await;
+    caught_up(&hist, "Suspended").await;
     assert_eq!(
-        seen.lock().unwrap().clone(),
+        hist.lock().unwrap().clone(),
         ["", "Initializing", "Suspending", "Suspended"]
     );
     // Cleared on suspension (deleteClusterResources, then the Suspending case).
     for k in ["rayClusterName", "jobId", "dashboardURL"] {
         assert_eq!(status_of(Some(&suspended), k), None, "{k}");
     }
-    assert_eq!(
-        status_of(Some(&suspended), "jobStatus").as_deref(),
-        Some("")
-    );
+    // `jobStatus: ""` is omitted on the wire (omitempty).
+    assert_eq!(status_of(Some(&suspended), "jobStatus"), None);
     assert!(
         fake.list("ray.io/v1", "RayCluster", Some("default"), "")
             .is_empty()
     );
     // Admitted: back through "" to Initializing, then to the end on a new cluster.
     let done = until_status(&rjs, "queued", "Complete", &seen).await;
-    let seen = seen.lock().unwrap().clone();
+    caught_up(&hist, "Complete").await;
+    let seen = hist.lock().unwrap().clone();
     assert_eq!(
         seen[3..],
         ["Suspended", "", "Initializing", "Running", "Complete"],
@@ -766,6 +818,7 @@ async fn a_failed_attempt_with_retries_left_goes_to_retrying() {
         Api::namespaced_with(client.clone(), "default", &ar("ray.io", "v1", "RayJob"));
     let mut rj = rayjob("flaky", true, 0);
     rj.data["spec"]["backoffLimit"] = json!(1);
+    let hist = history(&rjs, "flaky").await;
     rjs.create(&PostParams::default(), &rj).await.unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
     let clusters = std::sync::Mutex::new(Vec::<(String, String)>::new());
@@ -790,7 +843,22 @@ async fn a_failed_attempt_with_retries_left_goes_to_retrying() {
     .expect("failed in time")
     .unwrap()
     .unwrap();
-    let seen = seen.into_inner().unwrap();
+    drop(seen);
+    caught_up(&hist, "Failed").await;
+    let seen = hist.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            "",
+            "Initializing",
+            "Running",
+            "Retrying",
+            "",
+            "Initializing",
+            "Running",
+            "Failed"
+        ]
+    );
     assert_eq!(
         seen,
         [
@@ -916,6 +984,19 @@ async fn raycluster_state_is_sticky_and_observed_generation_lags() {
         fake.wait_until(Duration::from_secs(5), |f| field(f, "status.state")
             == Some(json!("ready")))
             .await
+    );
+    // The default head Service is headless, so head.serviceIP is the head pod's IP
+    // (common/service.go: BuildServiceForHeadPod; getHeadServiceIPAndName).
+    let svc = fake
+        .get("v1", "Service", "default", "sticky-head-svc")
+        .unwrap();
+    assert_eq!(svc["spec"]["clusterIP"], "None");
+    let head = fake
+        .pods("default", "ray.io/cluster=sticky,ray.io/node-type=head")
+        .remove(0);
+    assert_eq!(
+        field(&fake, "status.head.serviceIP"),
+        Some(head["status"]["podIP"].clone())
     );
     // Scale up: state stays ready while the new worker starts.
     fake.edit("ray.io/v1", "RayCluster", "default", "sticky", |o| {

@@ -361,6 +361,13 @@ fn wait_terminal(h: &Host, j: &RayJob, timeout: INT) -> RhaiResult<Map> {
                     Stream::Stderr,
                     &format!("[rayjob] {} deployment={d} job={s}", j.name),
                 );
+                // Under Kueue: suspended until admitted, then KubeRay resumes it.
+                if d == "Suspended" {
+                    h.line(
+                        Stream::Stderr,
+                        &format!("[rayjob] {} waiting for admission (suspended)", j.name),
+                    );
+                }
                 last = Some((d.clone(), s));
             }
             if rayjob_terminal_state(&d) {

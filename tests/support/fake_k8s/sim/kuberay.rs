@@ -111,7 +111,7 @@ fn ensure_service(state: &State, rc: &Value) {
         .into_iter()
         .map(|(n, p)| json!({"name": n, "port": p, "targetPort": p}))
         .collect();
-    let svc = json!({
+    let mut svc = json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
@@ -121,6 +121,19 @@ fn ensure_service(state: &State, rc: &Value) {
         },
         "spec": {"selector": {"ray.io/cluster": rc_name, "ray.io/node-type": "head"}, "ports": ports},
     });
+    // Headless by default when the type is empty or ClusterIP, "because a RayCluster
+    // should have at most one head Pod" (common/service.go: BuildServiceForHeadPod; the
+    // operator env ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE is off).
+    let service_type = rc
+        .pointer("/spec/headGroupSpec/serviceType")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if matches!(service_type, "" | "ClusterIP") {
+        svc["spec"]["clusterIP"] = json!("None");
+        svc["spec"]["publishNotReadyAddresses"] = json!(true);
+    } else {
+        svc["spec"]["type"] = json!(service_type);
+    }
     let _ = state.create(&SERVICES, ns, svc, &WriteOpts::manager(MANAGER));
 }
 
@@ -549,6 +562,14 @@ pub fn reconcile(state: &Arc<State>, _ctx: &mut SimCtx, _requeue: &Requeue, ns: 
     }
     s["conditions"] = json!(conds);
     s["endpoints"] = json!(endpoints);
+    // getHeadServiceIPAndName: a headless head Service reports the head pod's IP.
+    let svc_ip = if svc_ip == json!("None") {
+        head.as_ref()
+            .and_then(|h| h.pointer("/status/podIP").cloned())
+            .unwrap_or(json!(""))
+    } else {
+        svc_ip
+    };
     let mut head_status = json!({"serviceName": svc_name, "serviceIP": svc_ip});
     if let Some(h) = &head {
         head_status["podName"] = json!(name_of(h));

@@ -34,7 +34,9 @@ fn status_str<'a>(rj: &'a Value, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// Set fields of the RayJob status (merged into the current one).
+/// Set fields of the RayJob status (merged into the current one). Empty strings are
+/// dropped: every `RayJobStatus` field is `omitempty` (`apis/ray/v1/rayjob_types.go`), so
+/// KubeRay's `""` (New, or a cleared jobStatus) is an absent field on the wire.
 pub fn set_status(state: &State, ns: &str, name: &str, fields: Value) {
     let _ = update_status(state, &RAYJOBS, ns, name, MANAGER, |o| {
         let mut s = o.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -43,8 +45,15 @@ pub fn set_status(state: &State, ns: &str, name: &str, fields: Value) {
                 m.insert(k.clone(), v.clone());
             }
         }
+        omit_empty(&mut s);
         s
     });
+}
+
+fn omit_empty(s: &mut Value) {
+    if let Some(m) = s.as_object_mut() {
+        m.retain(|_, v| v.as_str() != Some(""));
+    }
 }
 
 /// Mirror the Ray job into a Running RayJob (the Running case polls the dashboard); a
@@ -278,7 +287,10 @@ fn ensure_rayjob_service(state: &State, rj: &Value, ns: &str, cluster: &str) {
                                 "ray.io/originated-from-crd": "RayJob"},
                      "ownerReferences": [owner_ref(rj, true)]},
         "spec": {"selector": {"ray.io/cluster": cluster, "ray.io/node-type": "head"},
-                 "ports": head.pointer("/spec/ports").cloned().unwrap_or_else(|| json!([]))},
+                 "ports": head.pointer("/spec/ports").cloned().unwrap_or_else(|| json!([])),
+                 // Built by the same BuildServiceForHeadPod: headless like the cluster's.
+                 "clusterIP": head.pointer("/spec/clusterIP").cloned().unwrap_or(Value::Null),
+                 "publishNotReadyAddresses": true},
     });
     let _ = state.create(&SERVICES, ns, svc, &WriteOpts::manager(MANAGER));
 }
@@ -599,6 +611,7 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                 }
                 s["jobStatus"] = json!("");
                 s["jobDeploymentStatus"] = json!(next);
+                omit_empty(&mut s);
                 s
             });
         }
