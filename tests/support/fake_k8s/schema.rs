@@ -293,6 +293,24 @@ impl Node {
         }
     }
 
+    /// The key a strategic merge patch merges this list by, when its patch strategy is
+    /// `merge` (built-in kinds only).
+    pub fn patch_merge_key(&self) -> Option<String> {
+        let merge = self
+            .v
+            .get("x-kubernetes-patch-strategy")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.split(',').any(|p| p == "merge"));
+        merge
+            .then(|| {
+                self.v
+                    .get("x-kubernetes-patch-merge-key")
+                    .and_then(Value::as_str)
+            })
+            .flatten()
+            .map(str::to_string)
+    }
+
     /// `x-kubernetes-map-type: atomic` (or a struct marked atomic): owned as one field.
     pub fn atomic_map(&self) -> bool {
         self.v.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic")
