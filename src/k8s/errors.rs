@@ -328,6 +328,65 @@ mod tests {
     }
 
     #[test]
+    fn apply_conflicts_name_managers_fields_and_the_flag() {
+        use kube::core::response::{StatusCause, StatusDetails};
+        let cause = |who: &str, field: &str| StatusCause {
+            reason: "FieldManagerConflict".into(),
+            message: format!("conflict with {who}"),
+            field: field.into(),
+        };
+        let status = kube::core::Status {
+            code: 409,
+            reason: "Conflict".into(),
+            message: "Apply failed with 3 conflicts: …".into(),
+            details: Some(StatusDetails {
+                causes: vec![
+                    cause(
+                        "\"kubectl-edit\" using ray.io/v1 at 2026-01-02T03:04:05Z",
+                        ".spec.workerGroupSpecs",
+                    ),
+                    cause(
+                        "\"kubectl-edit\" using ray.io/v1 at 2026-01-02T03:04:05Z",
+                        ".spec.rayVersion",
+                    ),
+                    cause("\"autoscaler\"", ".metadata.labels.x"),
+                ],
+                name: "rc".into(),
+                group: "ray.io".into(),
+                kind: "rayclusters".into(),
+                uid: String::new(),
+                retry_after_seconds: 0,
+            }),
+            ..kube::core::Status::default()
+        };
+        let e = kube::Error::Api(Box::new(status));
+        let conflicts = apply_conflicts(&e).expect("field-manager conflicts");
+        assert_eq!(conflicts[2].manager, "autoscaler");
+        let a = Action::new("patch", "rayclusters", "team").named("rc");
+        let d = to_diag(e, &a);
+        assert_eq!(d.code, APPLY_CONFLICT);
+        insta::assert_snapshot!(d.render(false, 100));
+        // A stale-resourceVersion 409 is not an apply conflict.
+        let stale = kube::Error::Api(Box::new(
+            kube::core::Status::failure("the object has been modified", "Conflict").with_code(409),
+        ));
+        assert!(apply_conflicts(&stale).is_none());
+        assert_eq!(to_diag(stale, &a).code, "nrl::k8s::conflict");
+    }
+
+    #[test]
+    fn typed_apply_failures_are_not_retried() {
+        let s = kube::core::Status::failure(
+            "failed to create typed patch object (ray.io/v1, Kind=RayCluster): .spec.x: field not declared in schema",
+            "",
+        )
+        .with_code(500);
+        assert!(!is_transient(&kube::Error::Api(Box::new(s))));
+        let other = kube::core::Status::failure("etcd timeout", "InternalError").with_code(500);
+        assert!(is_transient(&kube::Error::Api(Box::new(other))));
+    }
+
+    #[test]
     fn targets_name_resource_and_namespace() {
         let a = Action::new("patch", "rayclusters", "team").named("rc");
         assert_eq!(a.target(), "rayclusters/rc in namespace `team`");

@@ -296,7 +296,8 @@ async fn another_manager_owning_worker_groups_is_a_conflict_until_force_conflict
         with_recipe(&fake, &["cluster", "up"], &all)
     };
     ok(up(&[]));
-    // What `kubectl edit` sends: a strategic merge patch, field manager `kubectl-edit`.
+    // What `kubectl edit` sends for a custom resource: a merge patch (CRs take no strategic
+    // merge patch), field manager `kubectl-edit`.
     let ar = ApiResource {
         group: "ray.io".into(),
         version: "v1".into(),
@@ -316,7 +317,7 @@ async fn another_manager_owning_worker_groups_is_a_conflict_until_force_conflict
     api.patch(
         "rc-train",
         &pp,
-        &Patch::Strategic(json!({"spec": {"workerGroupSpecs": live["spec"]["workerGroupSpecs"]}})),
+        &Patch::Merge(json!({"spec": {"workerGroupSpecs": live["spec"]["workerGroupSpecs"]}})),
     )
     .await
     .unwrap();

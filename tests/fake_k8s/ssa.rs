@@ -527,6 +527,15 @@ async fn list_types_come_from_the_schema() {
         field_manager: Some("kubectl-edit".into()),
         ..PatchParams::default()
     };
+    // Custom resources take no strategic merge patch (kubectl edit sends a merge patch).
+    let err = api
+        .patch("rc", &edit, &Patch::Strategic(json!({"spec": wg(3)})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 415),
+        "{err:?}"
+    );
     api.patch("rc", &edit, &Patch::Merge(json!({"spec": wg(3)})))
         .await
         .unwrap();

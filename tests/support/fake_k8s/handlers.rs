@@ -581,6 +581,16 @@ async fn object(
                     return Ok(json_response(if created { 201 } else { 200 }, &obj));
                 }
                 "application/merge-patch+json" => PatchType::Merge,
+                // Custom resources have no patch strategies (apiextensions-apiserver
+                // `customresource_handler.go` `serveResource`: supported patch types are
+                // JSON, merge and apply); apiserver `handlers/patch.go` answers 415.
+                "application/strategic-merge-patch+json" if is_crd(rt) => {
+                    return Err(ApiError::new(
+                        415,
+                        "UnsupportedMediaType",
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                    ));
+                }
                 "application/strategic-merge-patch+json" => PatchType::Strategic,
                 "application/json-patch+json" => PatchType::Json,
                 other => return Err(ApiError::unsupported_media_type(other)),

@@ -26,10 +26,23 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Strategic merge patch, approximated: a merge patch, except that lists whose elements are
-/// maps with a `name` (containers, env, volumes, ports with names) merge element-wise by name,
-/// as the real server does for those fields, and `$patch`/`$retainKeys` directives are dropped.
+/// Strategic merge patch: a merge patch, except that lists the schema gives a `merge`
+/// patch strategy merge element-wise by their `x-kubernetes-patch-merge-key` (containers and
+/// env by `name`, container ports by `containerPort`); other lists are replaced
+/// (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/#notes-on-the-strategic-merge-patch).
+/// `$patch`/`$retainKeys` directives are dropped. Built-in kinds only: custom resources
+/// refuse it (see `handlers.rs`).
 pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
+    let root = super::schema::for_object(target);
+    smp(target, patch, root);
+}
+
+fn smp(target: &mut Value, patch: &Value, node: Option<super::schema::Node>) {
+    use super::schema::Field;
+    let child = |k: &str| match node.map(|n| n.field(k)) {
+        Some(Field::Known(n)) => Some(n),
+        _ => None,
+    };
     match (target, patch) {
         (Value::Object(t), Value::Object(p)) => {
             for (k, v) in p {
@@ -39,20 +52,26 @@ pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
                 if v.is_null() {
                     t.remove(k);
                 } else if let Some(existing) = t.get_mut(k) {
-                    strategic_merge_patch(existing, v);
+                    smp(existing, v, child(k));
                 } else {
                     let mut fresh = Value::Null;
-                    strategic_merge_patch(&mut fresh, v);
+                    smp(&mut fresh, v, child(k));
                     t.insert(k.clone(), fresh);
                 }
             }
         }
-        (Value::Array(t), Value::Array(p)) if is_named_list(p) && is_named_list(t) => {
+        (Value::Array(t), Value::Array(p)) if node.and_then(|n| n.patch_merge_key()).is_some() => {
+            let key = node.and_then(|n| n.patch_merge_key()).unwrap_or_default();
+            let items = node.and_then(|n| n.items());
             for item in p {
-                let name = item.get("name");
-                match t.iter_mut().find(|e| e.get("name") == name) {
-                    Some(existing) => strategic_merge_patch(existing, item),
-                    None => t.push(item.clone()),
+                let kv = item.get(&key);
+                match t.iter_mut().find(|e| kv.is_some() && e.get(&key) == kv) {
+                    Some(existing) => smp(existing, item, items),
+                    None => {
+                        let mut fresh = item.clone();
+                        strip_directives(&mut fresh);
+                        t.push(fresh);
+                    }
                 }
             }
         }
@@ -62,13 +81,6 @@ pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
             *target = p;
         }
     }
-}
-
-fn is_named_list(items: &[Value]) -> bool {
-    !items.is_empty()
-        && items
-            .iter()
-            .all(|e| e.get("name").is_some_and(Value::is_string))
 }
 
 fn strip_directives(v: &mut Value) {

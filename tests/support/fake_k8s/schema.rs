@@ -108,12 +108,40 @@ const CRD_FILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// apiVersion → openAPIV3Schema of one CRD.
-fn load_crd(file: &str) -> HashMap<String, &'static Value> {
-    let text = std::fs::read_to_string(data_dir().join(file))
-        .unwrap_or_else(|e| panic!("fake_k8s: reading {file}: {e}"));
+/// A CRD file as JSON. Parsing the YAML costs about a second in a debug build, so the
+/// JSON is cached under the target directory and reused while it is newer than the YAML.
+fn read_crd(file: &str) -> Value {
+    let src = data_dir().join(file);
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("fake-k8s-schemas")
+        .join(format!("{}.json", file.replace('/', "_")));
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(c), Some(s)) = (modified(&cache), modified(&src))
+        && c >= s
+        && let Ok(text) = std::fs::read_to_string(&cache)
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+    {
+        return v;
+    }
+    let text =
+        std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("fake_k8s: reading {file}: {e}"));
     let crd: Value =
         serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("fake_k8s: parsing {file}: {e}"));
+    // Best effort: another test process may be writing it too (hence write, then rename).
+    if let Some(dir) = cache.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let tmp = cache.with_extension(format!("json.{}", std::process::id()));
+        if std::fs::write(&tmp, crd.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, &cache);
+        }
+    }
+    crd
+}
+
+/// apiVersion → openAPIV3Schema of one CRD.
+fn load_crd(file: &str) -> HashMap<String, &'static Value> {
+    let crd = read_crd(file);
     let group = crd
         .pointer("/spec/group")
         .and_then(Value::as_str)
@@ -263,6 +291,24 @@ impl Node {
                 }
             }
         }
+    }
+
+    /// The key a strategic merge patch merges this list by, when its patch strategy is
+    /// `merge` (built-in kinds only).
+    pub fn patch_merge_key(&self) -> Option<String> {
+        let merge = self
+            .v
+            .get("x-kubernetes-patch-strategy")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.split(',').any(|p| p == "merge"));
+        merge
+            .then(|| {
+                self.v
+                    .get("x-kubernetes-patch-merge-key")
+                    .and_then(Value::as_str)
+            })
+            .flatten()
+            .map(str::to_string)
     }
 
     /// `x-kubernetes-map-type: atomic` (or a struct marked atomic): owned as one field.
