@@ -52,7 +52,9 @@ fn manifests_only_stream_is_byte_identical_to_the_reference_without_aliases() {
 #[test]
 fn bundle_json_is_byte_identical_to_the_reference() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("sub/bundle.json");
+    // The reference creates missing parent directories of -o; nrl names them instead
+    // (docs/deviations.md, `output_never_replaces_an_input_file`).
+    let out = dir.path().join("bundle.json");
     let mut args = qwen_args();
     args[1] = reference(TRIVIAL_RECIPE).display().to_string();
     nrl()
@@ -403,4 +405,47 @@ fn a_resource_claim_with_a_claim_and_a_template_is_refused() {
         .stderr(predicate::str::contains("at most one of"))
         .stderr(predicate::str::contains("this claim names both"))
         .stderr(predicate::str::contains("claim_both.yaml:20:19"));
+}
+
+#[test]
+fn output_never_replaces_an_input_file() {
+    // Regression (issue 15 item 6): `check --manifests-only -o infra.yaml` replaced the
+    // infra file it had read; the same for any file of a `defaults:` chain.
+    let d = tempfile::tempdir().unwrap();
+    let parent = d.path().join("parent.yaml");
+    std::fs::write(&parent, "policy: {x: 1}\n").unwrap();
+    let recipe = d.path().join("recipe.yaml");
+    std::fs::write(&recipe, "defaults: parent.yaml\npolicy: {y: 2}\n").unwrap();
+    let infra = d.path().join("infra.yaml");
+    std::fs::write(&infra, "namespace: ns\nimage: img\n").unwrap();
+    for target in [&infra, &recipe, &parent] {
+        let before = std::fs::read_to_string(target).unwrap();
+        let out = nrl()
+            .arg("check")
+            .arg(&recipe)
+            .arg("--infra")
+            .arg(&infra)
+            .args(["--manifests-only", "-o"])
+            .arg(target)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("nrl::io::output_is_input"), "{err}");
+        assert_eq!(std::fs::read_to_string(target).unwrap(), before);
+    }
+    // A missing directory is named, not created.
+    let out = nrl()
+        .arg("check")
+        .arg(&recipe)
+        .arg("--infra")
+        .arg(&infra)
+        .arg("-o")
+        .arg(d.path().join("no/such/dir/bundle.json"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!d.path().join("no").exists());
 }

@@ -65,7 +65,7 @@ fn render_prints_every_job_and_no_secret() {
 #[test]
 fn render_writes_a_file_and_applies_overrides() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("out/jobs.yaml");
+    let file = dir.path().join("jobs.yaml");
     let out = nrl()
         .args(["gym", "render", CONFIG, "--run-id", "gym-cli-2", "-o"])
         .arg(&file)
@@ -167,4 +167,43 @@ fn the_example_config_renders() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(common::parse_stream(&text(&out.stdout)).len(), 1);
+}
+
+#[test]
+fn render_never_writes_over_its_config_or_into_a_missing_directory() {
+    // Regression (issue 15 item 6): `gym render CONFIG -o CONFIG` replaced the config.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("run.yaml");
+    let original = std::fs::read_to_string(common::repo().join(CONFIG)).unwrap();
+    std::fs::write(&config, &original).unwrap();
+    let out = nrl()
+        .args(["gym", "render"])
+        .arg(&config)
+        .arg("-o")
+        .arg(&config)
+        .env("HF_TOKEN", "x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("nrl::io::output_is_input"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+
+    let missing = dir.path().join("missing/deeper/jobs.yaml");
+    let out = nrl()
+        .args(["gym", "render", CONFIG, "-o"])
+        .arg(&missing)
+        .env("HF_TOKEN", "x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("missing").exists());
 }

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::common::RecipeArgs;
-use crate::diag::{Diag, Exit, Result};
+use crate::diag::{Exit, Result};
 use crate::doctor;
 use crate::launch::check::{Checked, bundle, check};
+use crate::launch::output_file::write_output;
 use crate::render::{emit, summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -29,7 +30,8 @@ pub enum Format {
 pub struct CheckArgs {
     #[command(flatten)]
     pub recipe: RecipeArgs,
-    /// Write the output to FILE instead of stdout (parent directories are created).
+    /// Write the output to FILE instead of stdout (its directory must exist; never one of
+    /// the input files).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Bundle format (default: from the -o extension; .json is JSON, anything else YAML).
@@ -85,7 +87,7 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
         let text = emit::to_yaml_stream(&checked.manifests);
         match &args.output {
             Some(path) => {
-                write_file(path, &text)?;
+                write_output(path, &text, &checked.config.input_files())?;
                 println!(
                     "wrote {} manifest(s) to {}",
                     checked.manifests.len(),
@@ -109,7 +111,7 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
             Format::Json => emit::to_json(&b, true),
             Format::Yaml => emit::to_yaml(&b),
         };
-        write_file(path, &text)?;
+        write_output(path, &text, &checked.config.input_files())?;
         println!(
             "wrote full config + {} manifest(s) to {}",
             checked.manifests.len(),
@@ -122,19 +124,4 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
         summary::summary(&checked.config.infra, &checked.manifests)
     );
     Ok(())
-}
-
-pub(crate) fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
-    }
-    std::fs::write(path, text).map_err(|e| io_error(path, e))
-}
-
-fn io_error(path: &std::path::Path, e: std::io::Error) -> Diag {
-    Diag::new(
-        "nrl::io::write",
-        format!("cannot write {}: {e}", path.display()),
-    )
-    .help("check the directory exists and is writable")
 }

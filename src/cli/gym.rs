@@ -116,7 +116,7 @@ impl ConfigArgs {
 pub struct RenderArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Write the Jobs to FILE instead of stdout (parent directories are created).
+    /// Write the Jobs to FILE instead of stdout (its directory must exist; never the config).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -245,7 +245,8 @@ fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let text = emit::to_yaml_stream(&docs);
     match &args.output {
         Some(path) => {
-            super::check::write_file(path, &text)?;
+            let inputs: Vec<PathBuf> = p.loaded.files.iter().map(|f| f.path.clone()).collect();
+            crate::launch::output_file::write_output(path, &text, &inputs)?;
             eprintln!("wrote {} Job(s) to {}", docs.len(), path.display());
         }
         None => print!("{text}"),

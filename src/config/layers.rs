@@ -99,6 +99,18 @@ impl std::fmt::Debug for LoadedConfig {
 }
 
 impl LoadedConfig {
+    /// Every file this config was loaded from: the recipe and its `defaults:` chain, the
+    /// infra file and its chain, the user defaults.
+    pub fn input_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = vec![self.recipe_path.clone()];
+        files.extend(self.layers.recipe_files.iter().map(|f| f.path.clone()));
+        if let InfraSource::File(infra) = &self.layers.infra {
+            files.extend(infra.iter().map(|f| f.path.clone()));
+        }
+        files.extend(self.layers.user.iter().map(|f| f.path.clone()));
+        files
+    }
+
     /// The recipe with every interpolation resolved (what the training script sees).
     pub fn resolved_recipe(&self) -> Result<Node> {
         interp::resolve(&self.recipe, self.env.as_ref())

@@ -17,6 +17,7 @@ pub mod logs;
 pub mod logscan;
 pub mod longlived;
 pub mod output;
+pub mod output_file;
 pub mod owned;
 pub mod process;
 pub mod progress;
