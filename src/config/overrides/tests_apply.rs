@@ -406,7 +406,7 @@ fn expand_sweep_forms() {
     assert_eq!(expand_sweep("~x").unwrap(), ["~x"]);
     assert_eq!(
         expand_sweep("+x=choice(a, 'b,c', yes, '1')").unwrap(),
-        ["+x=a", "+x='b,c'", "+x=true", "+x='1'"]
+        ["+x=a", "+x='b,c'", "+x=yes", "+x='1'"]
     );
     assert_eq!(
         expand_sweep("x=range(5, 0, -2)").unwrap(),
@@ -468,5 +468,29 @@ fn expanded_values_reparse_to_the_swept_value() {
             json!("${a}"),
             json!(["a", "b,c"])
         ]
+    );
+}
+
+#[test]
+fn hydra_typing_on_both_sides() {
+    // Issue 14 item 10: `yes` is a string to Hydra on the recipe side and the infra side.
+    let (recipe, infra) = run_both(
+        "policy: {lr: 1}\n",
+        "labels: {a: b}\n",
+        &[
+            "+logger.note=yes",
+            "policy.lr=010",
+            "infra.labels.flag=yes",
+            "infra.labels.n=0x10",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false, 100)));
+    assert_eq!(
+        recipe.to_json(),
+        json!({"policy": {"lr": "010"}, "logger": {"note": "yes"}})
+    );
+    assert_eq!(
+        infra.to_json(),
+        json!({"labels": {"a": "b", "flag": "yes", "n": "0x10"}})
     );
 }
