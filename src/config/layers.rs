@@ -14,7 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::defaults::{Inherited, LoadedFile, load_with_defaults, merge_or_diag};
+use super::defaults::{
+    Inherited, LoadedFile, load_recipe_with_defaults, load_with_defaults, merge_or_diag,
+};
 use super::env::Env;
 use super::interp;
 use super::namespace::{NamespaceOrigin, infer_namespace};
@@ -119,7 +121,7 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
     let Inherited {
         merged: mut recipe,
         files: recipe_files,
-    } = load_with_defaults(&recipe_path, SourceKind::Recipe, &|n, _| Ok(n))?;
+    } = load_recipe_with_defaults(&recipe_path, env)?;
     interp::check_syntax(&recipe)?;
 
     // Layer 3: exactly one of --infra or the recipe's `infra:` block.
