@@ -225,9 +225,92 @@ fn nemo_rl_merge(base: &mut Node, mut incoming: Node, file: &Path, env: &dyn Env
         }
     }
     let base_span = base.span;
-    merge_plain(base, incoming)?;
+    let incoming_span = incoming.span;
+    match incoming.value {
+        // Key by key, so a dereference sees the keys merged before it (OmegaConf merges
+        // in the incoming config's order).
+        Value::Map(im) if base.as_map().is_some() => {
+            for (key, value) in im {
+                let mut path = Vec::new();
+                let mut one = Map::new();
+                one.insert(key, value);
+                let one = Node::spanned(Value::Map(one), incoming_span);
+                deref_for_merge(base, &mut path, &one, env);
+                merge_plain(base, one)?;
+            }
+        }
+        value => merge_plain(base, Node::spanned(value, incoming_span))?,
+    }
     base.span = base_span.or(base.span);
     Ok(())
+}
+
+/// `OmegaConf.merge` (basecontainer.py `_map_merge`): where the incoming config sets a
+/// key whose base value is an interpolation, the base value is dereferenced first and,
+/// when it stands for a mapping or list, replaced by that container, which the incoming
+/// value then merges into (a dict onto a list is then an error; `???` keeps it). A
+/// failed resolution is ignored there, as OmegaConf does.
+fn deref_for_merge(root: &mut Node, path: &mut Vec<String>, incoming: &Node, env: &dyn Env) {
+    let Some(im) = incoming.as_map() else {
+        return;
+    };
+    for (key, inc) in im {
+        path.push(key.clone());
+        let here = node_at(root, path);
+        let interpolated =
+            here.is_some_and(|n| matches!(&n.value, Value::Str(s) if s.contains("${")));
+        if interpolated && !path.iter().any(|s| s.contains('.')) {
+            let replacement = here.and_then(|n| {
+                if refers_to_container(root, n) {
+                    let target = n.as_str().unwrap_or("");
+                    root.get_path(&target[2..target.len() - 1]).cloned()
+                } else if interp::yields_config_node(n.as_str().unwrap_or("")) {
+                    interp::resolve_path(root, &path.join("."), env)
+                        .ok()
+                        .filter(|v| v.value.is_container())
+                } else {
+                    None
+                }
+            });
+            if let (Some(mut r), Some(slot)) = (replacement, node_at_mut(root, path)) {
+                r.key_span = slot.key_span;
+                r.key_kind = slot.key_kind;
+                *slot = r;
+            }
+        }
+        if matches!(inc.value, Value::Map(_))
+            && node_at(root, path).is_some_and(|n| n.as_map().is_some())
+        {
+            deref_for_merge(root, path, inc, env);
+        }
+        path.pop();
+    }
+}
+
+fn node_at<'n>(root: &'n Node, path: &[String]) -> Option<&'n Node> {
+    path.iter().try_fold(root, |n, seg| n.as_map()?.get(seg))
+}
+
+fn node_at_mut<'n>(root: &'n mut Node, path: &[String]) -> Option<&'n mut Node> {
+    path.iter()
+        .try_fold(root, |n, seg| n.as_map_mut()?.get_mut(seg))
+}
+
+/// Is `value` exactly `${a.b}` (absolute) naming a mapping or list of `root`?
+fn refers_to_container(root: &Node, value: &Node) -> bool {
+    let Some(path) = value
+        .as_str()
+        .and_then(|s| s.strip_prefix("${"))
+        .and_then(|s| s.strip_suffix('}'))
+    else {
+        return false;
+    };
+    let simple = !path.is_empty()
+        && !path.starts_with('.')
+        && path
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+    simple && root.get_path(path).is_some_and(|n| n.value.is_container())
 }
 
 /// Python truthiness of a marker value as `DictConfig.get` returns it.
@@ -254,6 +337,11 @@ fn read_top_level(incoming: &Node, file: &Path, env: &dyn Env) -> Result<()> {
         let why = if value.is_missing() {
             format!("Missing mandatory value: {key}")
         } else if matches!(&value.value, Value::Str(s) if s.contains("${")) && !key.contains('.') {
+            if refers_to_container(incoming, value) {
+                // `incoming[key]` returns the container node itself; its values are only
+                // read later, after the merge.
+                continue;
+            }
             match interp::resolve_path(incoming, key, env) {
                 Ok(_) => continue,
                 Err(d) => d.message.clone(),
@@ -591,5 +679,51 @@ mod tests {
             serde_json::to_string(&r.merged.to_json()).unwrap(),
             r#"{"policy":{"_override_":true,"a":5}}"#
         );
+    }
+
+    #[test]
+    fn merge_dereferences_an_interpolated_container_like_omegaconf() {
+        // Found by the NeMo-RL oracle; OmegaConf's _map_merge replaces a base
+        // interpolation that stands for a container before merging into it.
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "p.yaml",
+            "x: {a: 1}\ny: ${x}\nl: [1]\nz: ${l}\nw: \"${oc.decode:'[1]'}\"\n",
+        );
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\ny: {b: 2}\nw: {c: 3}\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(
+            r.merged.get("y").unwrap().to_json(),
+            serde_json::json!({"a": 1, "b": 2})
+        );
+        // oc.decode gives a plain value, not a config node: replaced as usual.
+        assert_eq!(
+            r.merged.get("w").unwrap().to_json(),
+            serde_json::json!({"c": 3})
+        );
+        write(d.path(), "c2.yaml", "defaults: p.yaml\nz: {b: 2}\n");
+        assert_eq!(
+            recipe(d.path(), "c2.yaml").unwrap_err().code,
+            "nrl::config::merge"
+        );
+    }
+
+    #[test]
+    fn a_top_level_reference_to_a_section_is_not_resolved_inside() {
+        // `incoming["alias"]` returns the section node; its own values are read later.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "p.yaml", "policy: {a: 1}\n");
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\ngrpo:\n  lr: ${policy.a}\nalias: ${grpo}\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(r.merged.get("alias").unwrap().as_str(), Some("${grpo}"));
     }
 }

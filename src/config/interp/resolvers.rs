@@ -21,6 +21,7 @@ impl<'a> Engine<'a> {
         &mut self,
         name: &str,
         args: Vec<Val<'a>>,
+        from_config: &[bool],
         site: Site<'_, 'a>,
         interp: &Interp,
     ) -> R<Val<'a>> {
@@ -187,7 +188,19 @@ impl<'a> Engine<'a> {
                 {
                     return Err(errors::to_missing(site, interp, chain));
                 }
-                let dict = self.value_of(found, site, interp)?;
+                // `oc.dict.keys` reads the keys without resolving the values (so a key
+                // may sit inside the mapping it lists); `oc.dict.values` resolves them.
+                let raw_map = match &found {
+                    Cursor::Raw(chain) if name == "oc.dict.keys" => chain
+                        .last()
+                        .filter(|f| matches!(f.node.value, Value::Map(_)))
+                        .map(|f| f.node),
+                    _ => None,
+                };
+                let dict = match raw_map {
+                    Some(n) => Val::Borrowed(n),
+                    None => self.value_of(found, site, interp)?,
+                };
                 let Value::Map(m) = &dict.value else {
                     return Err(fail(
                         format!(
@@ -220,6 +233,19 @@ impl<'a> Engine<'a> {
             }
             "mul" | "div" | "max" | "add" | "sub" => {
                 arity(2, 2, &format!("${{{name}:a,b}}"))?;
+                let config_type = |i: usize| match args[i].value {
+                    Value::List(_) if from_config.get(i) == Some(&true) => Some("ListConfig"),
+                    Value::Map(_) if from_config.get(i) == Some(&true) => Some("DictConfig"),
+                    _ => None,
+                };
+                if name == "mul" && (config_type(0).is_some() || config_type(1).is_some()) {
+                    let left = config_type(0).unwrap_or_else(|| py_type(&args[0]));
+                    let right = config_type(1).unwrap_or_else(|| py_type(&args[1]));
+                    return Err(fail(
+                        format!("unsupported operand type(s) for *: '{left}' and '{right}'"),
+                        "a list from the config does not repeat with `mul`; write the list in the arguments".into(),
+                    ));
+                }
                 arithmetic(name, &args[0], &args[1])
                     .map(Val::Owned)
                     .map_err(|m| {

@@ -32,7 +32,7 @@ mod tests_edge;
 #[cfg(test)]
 mod tests_parse;
 
-pub use apply::{apply, apply_all};
+pub use apply::{apply, apply_all, apply_all_resolving};
 pub use sweep::{expand_sweep, expand_sweeps, render_value};
 
 use crate::config::node::Node;

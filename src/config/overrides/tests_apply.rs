@@ -494,3 +494,40 @@ fn hydra_typing_on_both_sides() {
         json!({"labels": {"a": "b", "flag": "yes", "n": "0x10"}})
     );
 }
+
+/// Apply on the recipe side the way `nrl check` does (Hydra's `select` resolves).
+fn run_resolving(config: &str, args: &[&str]) -> crate::diag::Result<serde_json::Value> {
+    let mut root = yaml(config);
+    let ovs = parse_all(args)?;
+    let env = crate::config::env::MapEnv::new([("NRL_USER", "t")]);
+    super::apply_all_resolving(&mut root, &ovs, Side::Recipe, &env)?;
+    Ok(root.to_json())
+}
+
+#[test]
+fn add_and_delete_look_through_interpolations_like_hydra_select() {
+    // Found by the NeMo-RL oracle (tests/nemo_rl_oracle.rs); results from Hydra 1.3.2.
+    // `~x` on `x: ${nope}`: select raises, "Error merging override ~x".
+    let e = run_resolving("x: ${nope}\n", &["~x"]).unwrap_err();
+    assert!(
+        e.message.contains("Error merging override ~x"),
+        "{}",
+        e.message
+    );
+    // `~y=1` compares with the resolved value.
+    assert_eq!(
+        run_resolving("x: 1\ny: ${x}\n", &["~y=1"]).unwrap(),
+        json!({"x": 1})
+    );
+    assert!(run_resolving("x: 1\ny: ${x}\n", &["~y=2"]).is_err());
+    // `+y=5` where y resolves to null: select gives None, so Hydra adds.
+    assert_eq!(
+        run_resolving("x: null\ny: ${x}\n", &["+y=5"]).unwrap(),
+        json!({"x": null, "y": 5})
+    );
+    // `~k=null` is `~k`: Hydra compares only a value that is not None.
+    assert_eq!(
+        run_resolving("k: 0.75\nj: 1\n", &["~k=null"]).unwrap(),
+        json!({"j": 1})
+    );
+}

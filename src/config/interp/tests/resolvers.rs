@@ -235,3 +235,36 @@ fn oc_create_dict_keys_and_values() {
             .contains("could not parse")
     );
 }
+
+#[test]
+fn oc_dict_keys_may_list_the_mapping_that_holds_it() {
+    // Found by the NeMo-RL oracle: OmegaConf lists the keys without resolving the values.
+    let n = resolved("policy:\n  lr: ${oc.dict.keys:policy}\n  name: x\n");
+    assert_eq!(
+        json(&n),
+        json!({"policy": {"lr": ["lr", "name"], "name": "x"}})
+    );
+}
+
+#[test]
+fn mul_does_not_repeat_a_list_written_in_the_config() {
+    // Found by the NeMo-RL oracle: `${x}` hands a ListConfig to the resolver, and
+    // ListConfig * int is a TypeError; a list literal or a resolver's list repeats.
+    let d = failure("x: [1, 2]\ny: ${mul:${x},2}\n");
+    assert_eq!(d.code, "nrl::interp::resolver");
+    assert!(
+        d.message
+            .contains("unsupported operand type(s) for *: 'ListConfig' and 'int'"),
+        "{}",
+        d.message
+    );
+    let n = resolved("y: ${mul:[1, 2],2}\nz: \"${mul:${oc.decode:'[1]'},2}\"\n");
+    assert_eq!(json(&n), json!({"y": [1, 2, 1, 2], "z": [1, 1]}));
+}
+
+#[test]
+fn mul_does_not_repeat_a_list_built_by_a_config_resolver() {
+    // NeMo-RL oracle (seed 2): `oc.dict.keys` returns a ListConfig.
+    let d = failure("p: {a: 1}\nk: ${oc.dict.keys:p}\ny: ${mul:${k},2}\n");
+    assert!(d.message.contains("'ListConfig' and 'int'"), "{}", d.message);
+}
