@@ -556,7 +556,25 @@ fn recipe_loading_matches_nemo_rl_with_real_omegaconf_and_hydra() {
         .expect("oracle driver starts");
     let mut stdin = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("oracle driver runs");
+    let reader = std::thread::spawn(move || child.wait_with_output());
+
+    // nrl in-process while Python works.
+    let py_started = Instant::now();
+    let ours: Vec<Result<Json, String>> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, case)| {
+            let dir = root.path().join(i.to_string());
+            write_case(&dir, case);
+            nrl_in_process(&dir, case)
+        })
+        .collect();
+    let nrl_secs = py_started.elapsed().as_secs_f64();
+    let out = reader
+        .join()
+        .expect("reader thread")
+        .expect("oracle driver runs");
+    let py_secs = py_started.elapsed().as_secs_f64();
     writer.join().expect("writer thread").expect("write cases");
     assert!(
         out.status.success(),
@@ -574,8 +592,7 @@ fn recipe_loading_matches_nemo_rl_with_real_omegaconf_and_hydra() {
     let mut errors_both = 0;
     for (i, (case, want)) in cases.iter().zip(&reference).enumerate() {
         let dir = root.path().join(i.to_string());
-        write_case(&dir, case);
-        let got = nrl_in_process(&dir, case);
+        let got = ours[i].clone();
         let describe = || {
             format!(
                 "case {i} (seed {seed}): overrides {:?}, env {:?}\n{}",
@@ -639,10 +656,11 @@ fn recipe_loading_matches_nemo_rl_with_real_omegaconf_and_hydra() {
         }
     }
     let mut kinds: Vec<_> = kinds.into_iter().collect();
-    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
     for (k, n) in kinds.iter().take(6) {
         eprintln!("  reference error x{n}: {k}");
     }
+    eprintln!("NeMo-RL oracle: nrl in-process {nrl_secs:.1}s, Python done after {py_secs:.1}s");
     eprintln!(
         "NeMo-RL oracle: {count} cases ({errors_both} errors on both sides, {binary_runs} through \
          the binary), seed {seed}, {:.1}s, {} divergence(s)",

@@ -263,7 +263,16 @@ fn deref_for_merge(root: &mut Node, path: &mut Vec<String>, incoming: &Node, env
             let replacement = here.and_then(|n| {
                 if refers_to_container(root, n) {
                     let target = n.as_str().unwrap_or("");
-                    root.get_path(&target[2..target.len() - 1]).cloned()
+                    let target = &target[2..target.len() - 1];
+                    // A reference to an enclosing mapping is left alone (the oracle shows
+                    // OmegaConf then merges as if it were a plain value).
+                    let enclosing = target.split('.').zip(path.iter()).all(|(a, b)| a == b)
+                        && target.split('.').count() < path.len();
+                    if enclosing {
+                        None
+                    } else {
+                        root.get_path(target).cloned()
+                    }
                 } else if interp::yields_config_node(n.as_str().unwrap_or("")) {
                     interp::resolve_path(root, &path.join("."), env)
                         .ok()
@@ -725,5 +734,22 @@ mod tests {
         );
         let r = recipe(d.path(), "c.yaml").unwrap();
         assert_eq!(r.merged.get("alias").unwrap().as_str(), Some("${grpo}"));
+    }
+
+    #[test]
+    fn a_reference_to_the_enclosing_section_is_not_dereferenced_by_the_merge() {
+        // NeMo-RL oracle, seed 4: `policy.flag: ${policy}` overridden by a mapping.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "p.yaml", "policy:\n  a: 3\n  flag: ${policy}\n");
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\npolicy:\n  flag:\n    b: 1\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(
+            r.merged.get_path("policy.flag").unwrap().to_json(),
+            serde_json::json!({"b": 1})
+        );
     }
 }

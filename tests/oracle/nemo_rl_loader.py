@@ -97,6 +97,9 @@ def typed(v):
     return ["?", repr(v)]
 
 
+PARSER = None
+
+
 def run_case(case):
     with tempfile.TemporaryDirectory() as d:
         for name, text in case["files"].items():
@@ -110,7 +113,7 @@ def run_case(case):
             root = Path(d) / case["root"]
             cfg = load_inherited(root, root.parent)
             OmegaConf.set_struct(cfg, True)
-            parsed = OverridesParser.create().parse_overrides(overrides=case["overrides"])
+            parsed = PARSER.parse_overrides(overrides=case["overrides"])
             ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
             return {"ok": typed(OmegaConf.to_container(cfg, resolve=True))}
         except Exception as e:  # every failure is a result to compare
@@ -121,7 +124,9 @@ def run_case(case):
 
 
 def main():
+    global PARSER
     register_resolvers()
+    PARSER = OverridesParser.create()
     out = sys.stdout
     for line in sys.stdin:
         if not line.strip():

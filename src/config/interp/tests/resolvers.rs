@@ -266,5 +266,9 @@ fn mul_does_not_repeat_a_list_written_in_the_config() {
 fn mul_does_not_repeat_a_list_built_by_a_config_resolver() {
     // NeMo-RL oracle (seed 2): `oc.dict.keys` returns a ListConfig.
     let d = failure("p: {a: 1}\nk: ${oc.dict.keys:p}\ny: ${mul:${k},2}\n");
-    assert!(d.message.contains("'ListConfig' and 'int'"), "{}", d.message);
+    assert!(
+        d.message.contains("'ListConfig' and 'int'"),
+        "{}",
+        d.message
+    );
 }
