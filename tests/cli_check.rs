@@ -449,3 +449,26 @@ fn output_never_replaces_an_input_file() {
     assert!(err.contains("does not exist"), "{err}");
     assert!(!d.path().join("no").exists());
 }
+
+#[test]
+fn check_fails_where_nemo_rl_reads_a_top_level_value_before_the_merge() {
+    // Issue 14 item 11: NeMo-RL's load_config_with_inheritance fails with
+    // InterpolationKeyError here (checked with tests/oracle/nemo_rl_loader.py), so the
+    // job would crash in the pod: `nrl check` fails first.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("parent.yaml"), "policy:\n  model_name: m\n").expect("write");
+    std::fs::write(
+        dir.path().join("child.yaml"),
+        "defaults: parent.yaml\nmodel_alias: ${policy.model_name}\n",
+    )
+    .expect("write");
+    nrl()
+        .current_dir(dir.path())
+        .args(["check", "child.yaml", "infra.image=i"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::config::read_before_merge"))
+        .stderr(predicate::str::contains(
+            "Interpolation key 'policy.model_name' not found",
+        ));
+}

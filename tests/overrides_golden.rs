@@ -14,17 +14,6 @@ const GOLDEN: &str = include_str!("data/overrides/hydra_golden.json");
 
 /// (input, what nrl gives instead — a JSON value or "error", why).
 const PARSE_DIFFS: &[(&str, &str, &str)] = &[
-    // Typing union: YAML 1.1 typing on top of Hydra's lexer typing (ref §3.6).
-    ("x=010", "8", "YAML 1.1 octal"),
-    ("x=0x10", "16", "YAML 1.1 hex"),
-    ("x=1:30", "90", "YAML 1.1 sexagesimal"),
-    ("x=1:2", "62", "YAML 1.1 sexagesimal"),
-    ("x=yes", "true", "YAML 1.1 bool"),
-    ("x=.inf", "\"inf\"", "YAML 1.1 float"),
-    ("x=1__0", "10", "YAML 1.1 int allows repeated underscores"),
-    ("x=0b101", "5", "YAML 1.1 binary"),
-    ("x=0_1", "1", "YAML 1.1 octal with underscore"),
-    ("x=00", "0", "YAML 1.1 octal"),
     // Lenient keys: `/`, `@`, leading digits and brackets are segment characters in nrl.
     (
         "infra.labels.nrl-k8s/owner=x",

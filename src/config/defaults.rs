@@ -4,11 +4,26 @@
 //! them. Parents load recursively and merge in list order (later wins), then the child
 //! merges on top. Unlike the reference, cycles are detected and reported with the chain,
 //! and a missing parent points at the line that names it.
+//!
+//! Recipes load with [`load_recipe_with_defaults`], which follows NeMo-RL's
+//! `load_config_with_inheritance` / `merge_with_override` step by step, because its
+//! order of operations shows in the result:
+//! - each merge step first reads every top-level value of the incoming config (the
+//!   merged parent, or the child file alone): a top-level `???` fails, and a top-level
+//!   interpolation is resolved right there, against that config only, so
+//!   `model_alias: ${policy.model_name}` next to `defaults: parent.yaml` fails in
+//!   NeMo-RL (`InterpolationKeyError`) and therefore in nrl too;
+//! - only top-level sections honour `_override_` (marker removed when truthy, the base
+//!   section dropped, so the section moves to the end); a nested `_override_`, a falsy
+//!   one, and one in a file without `defaults:` stay ordinary keys;
+//! - the rest is plain `OmegaConf.merge`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::node::{Node, Value, deep_merge};
+use super::env::Env;
+use super::interp;
+use super::node::{Map, Node, Value, deep_merge, omegaconf_merge};
 use super::source::{SourceKind, Span, SrcId, add_source};
 use super::yaml::parse_mapping;
 use crate::diag::{Diag, Result};
@@ -33,10 +48,26 @@ pub type PerFile<'a> = &'a dyn Fn(Node, &Path) -> Result<Node>;
 
 /// Load `path` and its `defaults:` chain.
 pub fn load_with_defaults(path: &Path, kind: SourceKind, per_file: PerFile) -> Result<Inherited> {
+    walk(path, kind, per_file, None)
+}
+
+/// Load a recipe and its `defaults:` chain in NeMo-RL's order (module docs); `env` is
+/// what top-level interpolations read while the chain merges.
+pub fn load_recipe_with_defaults(path: &Path, env: &dyn Env) -> Result<Inherited> {
+    walk(path, SourceKind::Recipe, &|n, _| Ok(n), Some(env))
+}
+
+fn walk(
+    path: &Path,
+    kind: SourceKind,
+    per_file: PerFile,
+    nemo_rl: Option<&dyn Env>,
+) -> Result<Inherited> {
     let abs = canonical(path).map_err(|e| read_error(path, &e, None))?;
     let mut w = Walker {
         kind,
         per_file,
+        nemo_rl,
         stack: Vec::new(),
         read: HashMap::new(),
         files: Vec::new(),
@@ -99,6 +130,8 @@ fn read_error(path: &Path, e: &std::io::Error, referenced_at: Option<Span>) -> D
 struct Walker<'a> {
     kind: SourceKind,
     per_file: PerFile<'a>,
+    /// NeMo-RL's recipe semantics, with the environment top-level reads resolve in.
+    nemo_rl: Option<&'a dyn Env>,
     /// Files being loaded, with the span of the `defaults` entry that led to each.
     stack: Vec<(PathBuf, Option<Span>)>,
     /// Files already read: a file reached twice (two parents sharing a grandparent) is
@@ -140,10 +173,17 @@ impl Walker<'_> {
             let joined = dir.join(&entry);
             let parent_abs = canonical(&joined).map_err(|e| read_error(&joined, &e, span))?;
             let parent = self.load(&parent_abs, span)?;
-            base = Some(match base {
-                None => parent,
-                Some(mut b) => {
+            base = Some(match (base, self.nemo_rl) {
+                (None, None) => parent,
+                (Some(mut b), None) => {
                     merge_or_diag(&mut b, parent)?;
+                    b
+                }
+                // NeMo-RL starts from an empty config, so the first parent goes through
+                // a merge step (and its top-level reads) too.
+                (b, Some(env)) => {
+                    let mut b = b.unwrap_or_else(|| Node::from_map(Map::new()));
+                    nemo_rl_merge(&mut b, parent, &parent_abs, env)?;
                     b
                 }
             });
@@ -153,14 +193,196 @@ impl Walker<'_> {
             path: abs.to_path_buf(),
             tree: tree.clone(),
         });
-        match base {
-            None => Ok(tree),
-            Some(mut b) => {
+        match (base, self.nemo_rl) {
+            (None, _) => Ok(tree),
+            (Some(mut b), None) => {
                 merge_or_diag(&mut b, tree)?;
+                Ok(b)
+            }
+            (Some(mut b), Some(env)) => {
+                if b.span.is_none() {
+                    b.span = tree.span;
+                }
+                nemo_rl_merge(&mut b, tree, abs, env)?;
                 Ok(b)
             }
         }
     }
+}
+
+pub const CODE_READ_BEFORE_MERGE: &str = "nrl::config::read_before_merge";
+
+/// One step of NeMo-RL's `merge_with_override(base, incoming)`.
+fn nemo_rl_merge(base: &mut Node, mut incoming: Node, file: &Path, env: &dyn Env) -> Result<()> {
+    read_top_level(&incoming, file, env)?;
+    if let (Some(bm), Some(im)) = (base.as_map_mut(), incoming.as_map_mut()) {
+        for (key, section) in im.iter_mut() {
+            let Some(sm) = section.as_map_mut() else {
+                continue;
+            };
+            if sm.get("_override_").is_some_and(truthy) {
+                sm.shift_remove("_override_");
+                bm.shift_remove(key);
+            }
+        }
+    }
+    let base_span = base.span;
+    let incoming_span = incoming.span;
+    match incoming.value {
+        // Key by key, so a dereference sees the keys merged before it (OmegaConf merges
+        // in the incoming config's order).
+        Value::Map(im) if base.as_map().is_some() => {
+            for (key, value) in im {
+                let mut path = Vec::new();
+                let mut one = Map::new();
+                one.insert(key, value);
+                let one = Node::spanned(Value::Map(one), incoming_span);
+                deref_for_merge(base, &mut path, &one, env);
+                merge_plain(base, one)?;
+            }
+        }
+        value => merge_plain(base, Node::spanned(value, incoming_span))?,
+    }
+    base.span = base_span.or(base.span);
+    Ok(())
+}
+
+/// `OmegaConf.merge` (basecontainer.py `_map_merge`): where the incoming config sets a
+/// key whose base value is an interpolation, the base value is dereferenced first and,
+/// when it stands for a mapping or list, replaced by that container, which the incoming
+/// value then merges into (a dict onto a list is then an error; `???` keeps it). A
+/// failed resolution is ignored there, as OmegaConf does.
+fn deref_for_merge(root: &mut Node, path: &mut Vec<String>, incoming: &Node, env: &dyn Env) {
+    let Some(im) = incoming.as_map() else {
+        return;
+    };
+    for (key, inc) in im {
+        path.push(key.clone());
+        let here = node_at(root, path);
+        let interpolated =
+            here.is_some_and(|n| matches!(&n.value, Value::Str(s) if s.contains("${")));
+        if interpolated && !path.iter().any(|s| s.contains('.')) {
+            let replacement = here.and_then(|n| {
+                if refers_to_container(root, n) {
+                    let target = n.as_str().unwrap_or("");
+                    let target = &target[2..target.len() - 1];
+                    // A reference to an enclosing mapping is left alone (the oracle shows
+                    // OmegaConf then merges as if it were a plain value).
+                    let enclosing = target.split('.').zip(path.iter()).all(|(a, b)| a == b)
+                        && target.split('.').count() < path.len();
+                    if enclosing {
+                        None
+                    } else {
+                        root.get_path(target).cloned()
+                    }
+                } else if interp::yields_config_node(n.as_str().unwrap_or("")) {
+                    interp::resolve_path(root, &path.join("."), env)
+                        .ok()
+                        .filter(|v| v.value.is_container())
+                } else {
+                    None
+                }
+            });
+            if let (Some(mut r), Some(slot)) = (replacement, node_at_mut(root, path)) {
+                r.key_span = slot.key_span;
+                r.key_kind = slot.key_kind;
+                *slot = r;
+            }
+        }
+        if matches!(inc.value, Value::Map(_))
+            && node_at(root, path).is_some_and(|n| n.as_map().is_some())
+        {
+            deref_for_merge(root, path, inc, env);
+        }
+        path.pop();
+    }
+}
+
+fn node_at<'n>(root: &'n Node, path: &[String]) -> Option<&'n Node> {
+    path.iter().try_fold(root, |n, seg| n.as_map()?.get(seg))
+}
+
+fn node_at_mut<'n>(root: &'n mut Node, path: &[String]) -> Option<&'n mut Node> {
+    path.iter()
+        .try_fold(root, |n, seg| n.as_map_mut()?.get_mut(seg))
+}
+
+/// Is `value` exactly `${a.b}` (absolute) naming a mapping or list of `root`?
+fn refers_to_container(root: &Node, value: &Node) -> bool {
+    let Some(path) = value
+        .as_str()
+        .and_then(|s| s.strip_prefix("${"))
+        .and_then(|s| s.strip_suffix('}'))
+    else {
+        return false;
+    };
+    let simple = !path.is_empty()
+        && !path.starts_with('.')
+        && path
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+    simple && root.get_path(path).is_some_and(|n| n.value.is_container())
+}
+
+/// Python truthiness of a marker value as `DictConfig.get` returns it.
+fn truthy(n: &Node) -> bool {
+    match &n.value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Int(i) => *i != 0,
+        Value::Float(f) => *f != 0.0,
+        Value::Str(s) => !s.is_empty() && !n.is_missing(),
+        Value::List(l) => !l.is_empty(),
+        Value::Map(m) => !m.is_empty(),
+    }
+}
+
+/// NeMo-RL reads `incoming[key]` for every top-level key before merging: a `???` raises
+/// `MissingMandatoryValue`, an interpolation is resolved against `incoming` alone.
+fn read_top_level(incoming: &Node, file: &Path, env: &dyn Env) -> Result<()> {
+    let Some(map) = incoming.as_map() else {
+        return Ok(());
+    };
+    let name = display_path(file);
+    for (key, value) in map {
+        let why = if value.is_missing() {
+            format!("Missing mandatory value: {key}")
+        } else if matches!(&value.value, Value::Str(s) if s.contains("${")) && !key.contains('.') {
+            if refers_to_container(incoming, value) {
+                // `incoming[key]` returns the container node itself; its values are only
+                // read later, after the merge.
+                continue;
+            }
+            match interp::resolve_path(incoming, key, env) {
+                Ok(_) => continue,
+                Err(d) => d.message.clone(),
+            }
+        } else {
+            continue;
+        };
+        return Err(Diag::new(
+            CODE_READ_BEFORE_MERGE,
+            format!(
+                "NeMo-RL's loader fails on `{key}` in {name}: it reads each top-level value \
+                 before merging the file with its parents ({why})"
+            ),
+        )
+        .label(value.best_span(), "read before the merge")
+        .help(if value.is_missing() {
+            format!(
+                "a top-level `???` cannot be read by NeMo-RL's merge step; move `{key}` under \
+                 a section, or give it a value and override it"
+            )
+        } else {
+            format!(
+                "a top-level interpolation only sees its own file at that point; move `{key}` \
+                 under a section (nested values are read after the merge), or define what it \
+                 points at in the same file"
+            )
+        })
+        .note("NeMo-RL: nemo_rl/utils/config.py merge_with_override reads override_config[key]"));
+    }
+    Ok(())
 }
 
 fn display_name(p: &Path) -> String {
@@ -209,7 +431,15 @@ fn take_defaults(tree: &mut Node) -> Result<Vec<(String, Option<Span>)>> {
 
 /// Merge with a diagnostic that points at both sides of a mapping/list clash.
 pub fn merge_or_diag(base: &mut Node, over: Node) -> Result<()> {
-    deep_merge(base, over).map_err(|c| {
+    deep_merge(base, over).map_err(merge_diag)
+}
+
+fn merge_plain(base: &mut Node, over: Node) -> Result<()> {
+    omegaconf_merge(base, over).map_err(merge_diag)
+}
+
+fn merge_diag(c: super::node::MergeConflict) -> Diag {
+    {
         Diag::new(
             "nrl::config::merge",
             format!(
@@ -220,7 +450,7 @@ pub fn merge_or_diag(base: &mut Node, over: Node) -> Result<()> {
         .label(c.over_span, format!("this {} …", c.over_type))
         .label(c.base_span, format!("… cannot replace this {}", c.base_type))
         .help("a mapping and a list never merge; use the same shape in both files, or set the key to null first")
-    })
+    }
 }
 
 #[cfg(test)]
@@ -351,5 +581,177 @@ mod tests {
         let e = load_with_defaults(&c, SourceKind::Recipe, &identity).unwrap_err();
         assert_eq!(e.code, "nrl::config::merge");
         assert_eq!(e.labels.len(), 2);
+    }
+
+    fn recipe(dir: &Path, root: &str) -> Result<Inherited> {
+        let env = crate::config::env::MapEnv::new([("NRL_USER", "t")]);
+        load_recipe_with_defaults(&dir.join(root), &env)
+    }
+
+    #[test]
+    fn top_level_interpolation_into_the_parent_fails_like_nemo_rl() {
+        // Issue 14 item 11: NeMo-RL's merge_with_override reads each top-level value of
+        // the child before the merge (real OmegaConf 2.3: InterpolationKeyError).
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "parent.yaml", "policy:\n  model_name: m\n");
+        write(
+            d.path(),
+            "child.yaml",
+            "defaults: parent.yaml\nmodel_alias: ${policy.model_name}\n",
+        );
+        let e = recipe(d.path(), "child.yaml").unwrap_err();
+        assert_eq!(e.code, CODE_READ_BEFORE_MERGE);
+        let text = e.render(false, 100);
+        let text = text.replace(&display_path(&canonical(d.path()).unwrap()), "<dir>");
+        insta::assert_snapshot!(text);
+        // Nested, the same interpolation is read after the merge and works.
+        write(
+            d.path(),
+            "nested.yaml",
+            "defaults: parent.yaml\nlogger:\n  alias: ${policy.model_name}\n",
+        );
+        assert!(recipe(d.path(), "nested.yaml").is_ok());
+        // A file without `defaults:` is never merged, so nothing is read early.
+        write(d.path(), "alone.yaml", "alias: ${policy.model_name}\n");
+        assert!(recipe(d.path(), "alone.yaml").is_ok());
+    }
+
+    #[test]
+    fn other_reads_before_the_merge() {
+        // Each expectation checked with tests/oracle/nemo_rl_loader.py.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "p.yaml", "m: ???\npolicy:\n  a: ???\n");
+        write(d.path(), "c.yaml", "defaults: p.yaml\nx: 1\n");
+        let e = recipe(d.path(), "c.yaml").unwrap_err();
+        assert!(
+            e.message.contains("Missing mandatory value: m"),
+            "{}",
+            e.message
+        );
+        write(d.path(), "q.yaml", "m: 1\n");
+        write(d.path(), "c2.yaml", "defaults: q.yaml\nx: ???\n");
+        assert_eq!(
+            recipe(d.path(), "c2.yaml").unwrap_err().code,
+            CODE_READ_BEFORE_MERGE
+        );
+        write(d.path(), "c3.yaml", "defaults: q.yaml\nx: ${oc.env:NOPE}\n");
+        assert_eq!(
+            recipe(d.path(), "c3.yaml").unwrap_err().code,
+            CODE_READ_BEFORE_MERGE
+        );
+        // The child's own keys are fine, and they win.
+        write(d.path(), "c4.yaml", "defaults: q.yaml\nx: ${m}\nm: 2\n");
+        let r = recipe(d.path(), "c4.yaml").unwrap();
+        assert_eq!(r.merged.get("m").unwrap().as_i64(), Some(2));
+        // A parent with its own defaults is read alone at its own merge step.
+        write(d.path(), "g.yaml", "g: 5\n");
+        write(d.path(), "p2.yaml", "defaults: g.yaml\ny: ${g}\n");
+        write(d.path(), "c5.yaml", "defaults: p2.yaml\nx: 1\n");
+        assert_eq!(
+            recipe(d.path(), "c5.yaml").unwrap_err().code,
+            CODE_READ_BEFORE_MERGE
+        );
+    }
+
+    #[test]
+    fn override_markers_only_on_top_level_sections() {
+        // NeMo-RL: top-level sections only, the replaced section moves to the end, a
+        // nested or falsy marker stays an ordinary key, as does one in a file without
+        // `defaults:` (results from real OmegaConf via tests/oracle/nemo_rl_loader.py).
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "p.yaml",
+            "policy: {a: 1, b: 2}\nz: {q: {s: 1}}\nw: 1\n",
+        );
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\npolicy: {_override_: true, a: 5}\nz: {q: {_override_: true, r: 1}}\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(
+            serde_json::to_string(&r.merged.to_json()).unwrap(),
+            r#"{"z":{"q":{"s":1,"_override_":true,"r":1}},"w":1,"policy":{"a":5}}"#
+        );
+        write(
+            d.path(),
+            "f.yaml",
+            "defaults: p.yaml\npolicy: {_override_: false, a: 5}\n",
+        );
+        let r = recipe(d.path(), "f.yaml").unwrap();
+        assert_eq!(
+            serde_json::to_string(&r.merged.get("policy").unwrap().to_json()).unwrap(),
+            r#"{"a":5,"b":2,"_override_":false}"#
+        );
+        write(d.path(), "alone.yaml", "policy: {_override_: true, a: 5}\n");
+        let r = recipe(d.path(), "alone.yaml").unwrap();
+        assert_eq!(
+            serde_json::to_string(&r.merged.to_json()).unwrap(),
+            r#"{"policy":{"_override_":true,"a":5}}"#
+        );
+    }
+
+    #[test]
+    fn merge_dereferences_an_interpolated_container_like_omegaconf() {
+        // Found by the NeMo-RL oracle; OmegaConf's _map_merge replaces a base
+        // interpolation that stands for a container before merging into it.
+        let d = tempfile::tempdir().unwrap();
+        write(
+            d.path(),
+            "p.yaml",
+            "x: {a: 1}\ny: ${x}\nl: [1]\nz: ${l}\nw: \"${oc.decode:'[1]'}\"\n",
+        );
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\ny: {b: 2}\nw: {c: 3}\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(
+            r.merged.get("y").unwrap().to_json(),
+            serde_json::json!({"a": 1, "b": 2})
+        );
+        // oc.decode gives a plain value, not a config node: replaced as usual.
+        assert_eq!(
+            r.merged.get("w").unwrap().to_json(),
+            serde_json::json!({"c": 3})
+        );
+        write(d.path(), "c2.yaml", "defaults: p.yaml\nz: {b: 2}\n");
+        assert_eq!(
+            recipe(d.path(), "c2.yaml").unwrap_err().code,
+            "nrl::config::merge"
+        );
+    }
+
+    #[test]
+    fn a_top_level_reference_to_a_section_is_not_resolved_inside() {
+        // `incoming["alias"]` returns the section node; its own values are read later.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "p.yaml", "policy: {a: 1}\n");
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\ngrpo:\n  lr: ${policy.a}\nalias: ${grpo}\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(r.merged.get("alias").unwrap().as_str(), Some("${grpo}"));
+    }
+
+    #[test]
+    fn a_reference_to_the_enclosing_section_is_not_dereferenced_by_the_merge() {
+        // NeMo-RL oracle, seed 4: `policy.flag: ${policy}` overridden by a mapping.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "p.yaml", "policy:\n  a: 3\n  flag: ${policy}\n");
+        write(
+            d.path(),
+            "c.yaml",
+            "defaults: p.yaml\npolicy:\n  flag:\n    b: 1\n",
+        );
+        let r = recipe(d.path(), "c.yaml").unwrap();
+        assert_eq!(
+            r.merged.get_path("policy.flag").unwrap().to_json(),
+            serde_json::json!({"b": 1})
+        );
     }
 }

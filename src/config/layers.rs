@@ -14,7 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::defaults::{Inherited, LoadedFile, load_with_defaults, merge_or_diag};
+use super::defaults::{
+    Inherited, LoadedFile, load_recipe_with_defaults, load_with_defaults, merge_or_diag,
+};
 use super::env::Env;
 use super::interp;
 use super::namespace::{InferredNamespace, NamespaceOrigin};
@@ -122,19 +124,7 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
     let env = req.env.as_ref();
     let (recipe_ovs, infra_ovs) = overrides::partition(&req.overrides)?;
 
-    // Recipe and its `defaults:` chain.
-    let recipe_path = std::fs::canonicalize(&req.recipe).map_err(|e| {
-        Diag::new(
-            "nrl::config::file_not_found",
-            format!("cannot read recipe {}: {e}", req.recipe.display()),
-        )
-        .help("pass the path of a NeMo-RL recipe YAML")
-    })?;
-    let Inherited {
-        merged: mut recipe,
-        files: recipe_files,
-    } = load_with_defaults(&recipe_path, SourceKind::Recipe, &|n, _| Ok(n))?;
-    interp::check_syntax(&recipe)?;
+    let (recipe_path, mut recipe, recipe_files) = load_recipe_tree(&req.recipe, env)?;
 
     // Layer 3: exactly one of --infra or the recipe's `infra:` block.
     let recipe_infra = recipe.as_map_mut().and_then(|m| m.shift_remove("infra"));
@@ -175,7 +165,7 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
         (None, None) => (Node::map(), InfraSource::RecipeBlock(None)),
     };
 
-    overrides::apply_all(&mut recipe, &recipe_ovs, Side::Recipe)?;
+    overrides::apply_all_resolving(&mut recipe, &recipe_ovs, Side::Recipe, env)?;
 
     let MergedInfra {
         shipped,
@@ -203,6 +193,22 @@ pub fn load(req: &LoadRequest) -> Result<LoadedConfig> {
         namespace_inferred,
         env: req.env.clone(),
     })
+}
+
+/// The recipe and its `defaults:` chain in NeMo-RL's order, syntax-checked: its
+/// absolute path, the merged tree (still holding `infra:` if it has one) and the files.
+/// [`load`] then applies the recipe-side overrides with [`overrides::apply_all`].
+pub fn load_recipe_tree(recipe: &Path, env: &dyn Env) -> Result<(PathBuf, Node, Vec<LoadedFile>)> {
+    let recipe_path = std::fs::canonicalize(recipe).map_err(|e| {
+        Diag::new(
+            "nrl::config::file_not_found",
+            format!("cannot read recipe {}: {e}", recipe.display()),
+        )
+        .help("pass the path of a NeMo-RL recipe YAML")
+    })?;
+    let Inherited { merged, files } = load_recipe_with_defaults(&recipe_path, env)?;
+    interp::check_syntax(&merged)?;
+    Ok((recipe_path, merged, files))
 }
 
 /// The infra layers merged, overrides applied, interpolations not yet resolved.

@@ -460,21 +460,29 @@ pub struct MergeConflict {
 /// A child mapping carrying `_override_: true` replaces the base instead of merging
 /// (NeMo-RL's loader; nrl honours it at every depth).
 pub fn deep_merge(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
-    merge_at(base, over)
+    merge_at(base, over, true)
+}
+
+/// `OmegaConf.merge` itself: like [`deep_merge`] but `_override_` is an ordinary key
+/// (NeMo-RL's recipe loader handles the marker only on top-level sections, before
+/// merging; see `config::defaults`).
+pub fn omegaconf_merge(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
+    merge_at(base, over, false)
 }
 
 /// The merge itself. A conflict's path is built while unwinding, so merging (which visits
 /// every key of every layer) allocates nothing for paths.
-fn merge_at(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
+fn merge_at(base: &mut Node, over: Node, markers: bool) -> Result<(), MergeConflict> {
     if over.is_missing() {
         return Ok(());
     }
     match (&mut base.value, over.value) {
         (Value::Map(bm), Value::Map(mut om)) => {
-            let replace = matches!(
-                om.get("_override_").map(|n| &n.value),
-                Some(Value::Bool(true))
-            );
+            let replace = markers
+                && matches!(
+                    om.get("_override_").map(|n| &n.value),
+                    Some(Value::Bool(true))
+                );
             if replace {
                 om.shift_remove("_override_");
                 *bm = om;
@@ -485,7 +493,7 @@ fn merge_at(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
                 match bm.get_mut(&k) {
                     Some(existing) => {
                         let key_span = v.key_span;
-                        if let Err(mut c) = merge_at(existing, v) {
+                        if let Err(mut c) = merge_at(existing, v, markers) {
                             c.path = if c.path.is_empty() {
                                 k
                             } else {
@@ -499,7 +507,9 @@ fn merge_at(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
                     }
                     None => {
                         let mut v = v;
-                        strip_override_markers(&mut v);
+                        if markers {
+                            strip_override_markers(&mut v);
+                        }
                         bm.insert(k, v);
                     }
                 }
@@ -523,7 +533,9 @@ fn merge_at(base: &mut Node, over: Node) -> Result<(), MergeConflict> {
                 key_span: over.key_span.or(base.key_span),
                 key_kind: over.key_kind,
             };
-            strip_override_markers(&mut new);
+            if markers {
+                strip_override_markers(&mut new);
+            }
             *base = new;
             Ok(())
         }

@@ -382,7 +382,20 @@ impl<'t> Builder<'t> {
                 }
             }
         } else if style == ScalarStyle::Plain {
-            resolve_plain(value)
+            match resolve_plain(value) {
+                Value::Str(_) if is_int(value) => {
+                    return Err(Diag::new(
+                        "nrl::config::big_int",
+                        format!("integer `{value}` does not fit in 64 bits"),
+                    )
+                    .label(span, "beyond the 64-bit range")
+                    .help(
+                        "nrl's integers are 64-bit (-9223372036854775808..=9223372036854775807); \
+                         quote the value to keep it as a string",
+                    ));
+                }
+                v => v,
+            }
         } else {
             Value::Str(value.to_string())
         };

@@ -31,12 +31,19 @@ fn yaml11_scalars() {
 
 #[test]
 fn integer_extremes() {
-    let n = load("lo: -9223372036854775808\nhi: 9223372036854775807\nover: 9223372036854775808\n")
+    let n = load("lo: -9223372036854775808\nhi: 9223372036854775807\nq: '9223372036854775808'\n")
         .unwrap();
     assert_eq!(n.get("lo").unwrap().as_i64(), Some(i64::MIN));
     assert_eq!(n.get("hi").unwrap().as_i64(), Some(i64::MAX));
-    // Beyond i64 the digits are kept as text rather than lost.
-    assert_eq!(n.get("over").unwrap().as_str(), Some("9223372036854775808"));
+    assert_eq!(n.get("q").unwrap().as_str(), Some("9223372036854775808"));
+    // Beyond i64 OmegaConf keeps a Python int; nrl refuses it rather than make it a string.
+    for text in [
+        "over: 9223372036854775808\n",
+        "l: [0x1_0000_0000_0000_0000]\n",
+    ] {
+        let e = load(text).unwrap_err();
+        assert_eq!(e.code, "nrl::config::big_int", "{text}");
+    }
 }
 
 #[test]

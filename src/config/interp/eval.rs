@@ -128,6 +128,9 @@ pub(crate) struct Engine<'a> {
     pub user: Option<String>,
     /// `oc.decode` calls in progress.
     pub decodes: usize,
+    /// Set when the last node lookup reached a mapping or list written in the config (a
+    /// DictConfig / ListConfig to Python resolvers), not a resolver result.
+    pub raw_container: bool,
 }
 
 /// How many interpolations may be under evaluation at once (a chain `a -> b -> …`).
@@ -153,6 +156,7 @@ impl<'a> Engine<'a> {
             active: Vec::new(),
             user: None,
             decodes: 0,
+            raw_container: false,
         }
     }
 
@@ -356,11 +360,19 @@ impl<'a> Engine<'a> {
             }
             InterpKind::Resolver { name, args } => {
                 let name = self.resolver_name(name, site)?;
+                // A container reached through `${path}` is a DictConfig / ListConfig to a
+                // Python resolver, not a dict / list (so `*` does not repeat it).
                 let mut values = Vec::with_capacity(args.len());
+                let mut from_config = Vec::with_capacity(args.len());
                 for a in args {
+                    self.raw_container = false;
                     values.push(self.eval_element(a, site)?);
+                    from_config.push(
+                        self.raw_container
+                            && matches!(a, Element::Interp(i) if matches!(i.kind, InterpKind::Node(_))),
+                    );
                 }
-                self.call_resolver(&name, values, site, interp)
+                self.call_resolver(&name, values, &from_config, site, interp)
             }
         }
     }
@@ -441,8 +453,17 @@ impl<'a> Engine<'a> {
             return Err(errors::to_parent(site, interp, &chain));
         }
         let result = if needs_eval(target) {
-            self.eval_site(&chain)
+            let r = self.eval_site(&chain);
+            // A reference or a config-building resolver hands on a config node.
+            if let Ok(v) = &r
+                && v.value.is_container()
+                && super::yields_config_node(target.as_str().unwrap_or(""))
+            {
+                self.raw_container = true;
+            }
+            r
         } else if target.value.is_container() {
+            self.raw_container = true;
             self.resolve_container(chain.clone())
         } else {
             return Ok(Val::Borrowed(target));

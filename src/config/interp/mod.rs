@@ -38,7 +38,8 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-use eval::{Engine, needs_eval};
+use eval::Engine;
+pub(crate) use eval::needs_eval;
 use walk::{Cursor, Frame, Key, Miss};
 
 use crate::config::env::Env;
@@ -171,4 +172,24 @@ pub fn has_interpolation(s: &str) -> bool {
         }
     }
     false
+}
+
+/// Does this interpolation give OmegaConf a config node (a node reference, or one of the
+/// built-ins that return one), rather than a plain value (`oc.decode`, `oc.env`, ...)?
+pub(crate) fn yields_config_node(s: &str) -> bool {
+    let single = s.starts_with("${") && s.ends_with('}') && s.matches("${").count() == 1;
+    let resolver = s.find(':');
+    single
+        && match resolver {
+            None => true,
+            Some(_) => [
+                "${oc.create:",
+                "${oc.select:",
+                "${oc.dict.keys:",
+                "${oc.dict.values:",
+                "${oc.deprecated:",
+            ]
+            .iter()
+            .any(|p| s.starts_with(p)),
+        }
 }

@@ -1,15 +1,19 @@
-//! Built-in resolvers: `user`, OmegaConf's `oc.env`, `oc.select`, `oc.decode`, and
+//! Built-in resolvers: `user`, every OmegaConf 2.3 built-in (`oc.env`, `oc.select`,
+//! `oc.decode`, `oc.create`, `oc.deprecated`, `oc.dict.keys`, `oc.dict.values`; see
+//! `omegaconf/resolvers/oc/__init__.py` and `oc/dict.py`), and
 //! NeMo-RL's arithmetic `mul`, `div`, `max`, `add`, `sub` (Python semantics: int op int
 //! stays int except `/`, mixing in a float gives a float, bools count as ints, `+`
 //! concatenates strings and lists, `*` repeats them).
 
 use super::ast::Interp;
-use super::errors::{self, R};
+use super::errors::{self, Fail, R};
 use super::eval::{Engine, Site, Val};
 use super::parser::parse_element;
 use super::walk::{Cursor, Miss, path_of, split_select_key};
 use crate::config::env::username;
-use crate::config::node::{Node, Value, python_str};
+use crate::config::node::{KeyKind, Map, Node, Value, python_str};
+use crate::config::source::{SourceKind, add_source};
+use crate::config::yaml::parse_source;
 use crate::diag::Diag;
 
 impl<'a> Engine<'a> {
@@ -17,6 +21,7 @@ impl<'a> Engine<'a> {
         &mut self,
         name: &str,
         args: Vec<Val<'a>>,
+        from_config: &[bool],
         site: Site<'_, 'a>,
         interp: &Interp,
     ) -> R<Val<'a>> {
@@ -121,8 +126,126 @@ impl<'a> Engine<'a> {
                     )),
                 }
             }
+            "oc.create" => {
+                arity(1, 1, "${oc.create:{a: 1}}` or `${oc.create:'{a: 1}'}")?;
+                self.create(&args[0], site, interp)
+            }
+            "oc.deprecated" => {
+                arity(
+                    1,
+                    2,
+                    "${oc.deprecated:new.key}` or `${oc.deprecated:new.key,message}",
+                )?;
+                let Some(key) = args[0].as_str().map(str::to_string) else {
+                    return Err(fail(
+                        format!(
+                            "oc.deprecated: interpolation key type is not a string ({})",
+                            py_type(&args[0])
+                        ),
+                        "write the new key as text: `${oc.deprecated:new.key}`".into(),
+                    ));
+                };
+                if let Some(m) = args.get(1).filter(|m| m.as_str().is_none()) {
+                    return Err(fail(
+                        format!(
+                            "oc.deprecated: interpolation message type is not a string ({})",
+                            py_type(m)
+                        ),
+                        "quote the message".into(),
+                    ));
+                }
+                match self.select_raw(&key, site, interp)? {
+                    Some(found) => self.value_of(found, site, interp),
+                    None => Err(fail(
+                        format!(
+                            "In oc.deprecated resolver at '{}': Key not found: '{key}'",
+                            site.path()
+                        ),
+                        "point `oc.deprecated` at the key that replaced this one".into(),
+                    )),
+                }
+            }
+            "oc.dict.keys" | "oc.dict.values" => {
+                arity(1, 1, &format!("${{{name}:key}}"))?;
+                let Some(key) = args[0].as_str().map(str::to_string) else {
+                    return Err(fail(
+                        format!(
+                            "`{name}` requires a string as input, but obtained `{}` of type: {}",
+                            python_str(&args[0]),
+                            py_type(&args[0])
+                        ),
+                        format!("write the key of a mapping: `${{{name}:labels}}`"),
+                    ));
+                };
+                let Some(found) = self.select_raw(&key, site, interp)? else {
+                    return Err(fail(
+                        format!("Key not found: '{key}'"),
+                        format!("`{name}` needs the key of a mapping"),
+                    ));
+                };
+                if let Cursor::Raw(chain) = &found
+                    && chain.last().is_some_and(|f| f.node.is_missing())
+                {
+                    return Err(errors::to_missing(site, interp, chain));
+                }
+                // `oc.dict.keys` reads the keys without resolving the values (so a key
+                // may sit inside the mapping it lists); `oc.dict.values` resolves them.
+                let raw_map = match &found {
+                    Cursor::Raw(chain) if name == "oc.dict.keys" => chain
+                        .last()
+                        .filter(|f| matches!(f.node.value, Value::Map(_)))
+                        .map(|f| f.node),
+                    _ => None,
+                };
+                let dict = match raw_map {
+                    Some(n) => Val::Borrowed(n),
+                    None => self.value_of(found, site, interp)?,
+                };
+                let Value::Map(m) = &dict.value else {
+                    return Err(fail(
+                        format!(
+                            "`{name}` cannot be applied to objects of type: {}",
+                            omegaconf_type(&dict)
+                        ),
+                        format!("`{name}` needs the key of a mapping"),
+                    ));
+                };
+                let items = if name == "oc.dict.keys" {
+                    m.iter().map(|(k, v)| key_node(k, v)).collect()
+                } else {
+                    // OmegaConf builds `${key.k}` for each value, and such a lookup cannot
+                    // reach a non-string key (`8080:`).
+                    if let Some((k, _)) = m.iter().find(|(_, v)| v.key_kind != KeyKind::Str) {
+                        return Err(fail(
+                            format!("Interpolation key '{key}.{k}' not found"),
+                            format!("`oc.dict.values` reaches only string keys; `{k}` is not one"),
+                        ));
+                    }
+                    if let Some((k, _)) = m.iter().find(|(_, v)| v.is_missing()) {
+                        return Err(fail(
+                            format!("Missing mandatory value: {key}.{k}"),
+                            format!("give `{key}.{k}` a value"),
+                        ));
+                    }
+                    m.values().cloned().collect()
+                };
+                Ok(Val::Owned(Node::list(items)))
+            }
             "mul" | "div" | "max" | "add" | "sub" => {
                 arity(2, 2, &format!("${{{name}:a,b}}"))?;
+                let config_type = |i: usize| match args[i].value {
+                    Value::List(_) if from_config.get(i) == Some(&true) => Some("ListConfig"),
+                    Value::Map(_) if from_config.get(i) == Some(&true) => Some("DictConfig"),
+                    _ => None,
+                };
+                if name == "mul" && (config_type(0).is_some() || config_type(1).is_some()) {
+                    let left = config_type(0).unwrap_or_else(|| py_type(&args[0]));
+                    let right = config_type(1).unwrap_or_else(|| py_type(&args[1]));
+                    return Err(fail(
+                        format!("unsupported operand type(s) for *: '{left}' and '{right}'"),
+                        "a list from the config does not repeat with `mul`; write the list in the arguments".into(),
+                    ));
+                }
                 arithmetic(name, &args[0], &args[1])
                     .map(Val::Owned)
                     .map_err(|m| {
@@ -174,6 +297,105 @@ impl<'a> Engine<'a> {
             }
             Err(_) => Ok(fallback),
         }
+    }
+}
+
+impl<'a> Engine<'a> {
+    /// What `key` (absolute, or relative with leading dots) points at; `None` when it
+    /// does not exist (OmegaConf's `select_value` with a default marker).
+    fn select_raw(
+        &mut self,
+        key: &str,
+        site: Site<'_, 'a>,
+        interp: &Interp,
+    ) -> R<Option<Cursor<'a>>> {
+        let (dots, keys) = split_select_key(key);
+        let Some(start) = self.start_chain(dots, site) else {
+            return Err(errors::above_root(site, interp, key));
+        };
+        Ok(self.walk(start, &keys)?.ok())
+    }
+
+    /// `oc.create`: a container from a dict or list argument, or from a YAML string
+    /// (OmegaConf.create: an empty document is `{}`, a plain string `s` is `{s: None}`).
+    fn create(&mut self, arg: &Node, site: Site<'_, 'a>, interp: &Interp) -> R<Val<'a>> {
+        let fail =
+            |message: String, help: String| errors::resolver_failed(site, interp, message, help);
+        let node = match &arg.value {
+            Value::Map(_) | Value::List(_) | Value::Null => arg.clone(),
+            Value::Str(s) => {
+                let src = add_source(
+                    format!("<oc.create at {}>", site.path()),
+                    None,
+                    s.as_str(),
+                    SourceKind::Text,
+                );
+                let doc = parse_source(src).map_err(|d| {
+                    Fail::from(d.context(format!("`oc.create` could not parse {s:?}")))
+                })?;
+                match doc.value {
+                    Value::Null => Node::from_map(Map::new()),
+                    Value::Str(k) => {
+                        let mut m = Map::new();
+                        m.insert(k, Node::null());
+                        Node::from_map(m)
+                    }
+                    Value::Map(_) | Value::List(_) => doc,
+                    _ => {
+                        return Err(fail(
+                            format!("`oc.create` cannot create a config from {s:?}"),
+                            "give a YAML mapping or list: `${oc.create:'{team: rl}'}`".into(),
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(fail(
+                    format!("Object of unsupported type: '{}'", py_type(arg)),
+                    "give a mapping or list, or a YAML string of one".into(),
+                ));
+            }
+        };
+        if contains_interpolation(&node) {
+            return Err(fail(
+                "`oc.create` made a config that holds interpolations; nrl resolves only \
+                 interpolations that live in the recipe itself"
+                    .into(),
+                "write the interpolations in the arguments instead (they resolve first)".into(),
+            ));
+        }
+        Ok(Val::Owned(node))
+    }
+}
+
+fn contains_interpolation(n: &Node) -> bool {
+    match &n.value {
+        Value::Str(s) => s.contains("${"),
+        Value::List(items) => items.iter().any(contains_interpolation),
+        Value::Map(m) => m.values().any(contains_interpolation),
+        _ => false,
+    }
+}
+
+/// A mapping key as the Python value OmegaConf's `keys()` returns (`8080:` is an int).
+fn key_node(k: &str, v: &Node) -> Node {
+    let value = match v.key_kind {
+        KeyKind::Int => k.parse().map_or_else(|_| Value::Str(k.into()), Value::Int),
+        KeyKind::Float => k
+            .parse()
+            .map_or_else(|_| Value::Str(k.into()), Value::Float),
+        KeyKind::Bool => Value::Bool(k == "True"),
+        KeyKind::Null => Value::Null,
+        KeyKind::Str => Value::Str(k.into()),
+    };
+    Node::new(value)
+}
+
+/// OmegaConf's class name for a selected value, as in its TypeError messages.
+fn omegaconf_type(n: &Node) -> &'static str {
+    match n.value {
+        Value::List(_) => "ListConfig",
+        _ => py_type(n),
     }
 }
 

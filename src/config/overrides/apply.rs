@@ -7,6 +7,8 @@
 //! and, where there is one, at the config line that holds the existing value.
 
 use super::{CODE_DELETE, CODE_EXISTS, CODE_MISSING, CODE_TYPE, Op, Override, Side, dotted};
+use crate::config::env::Env;
+use crate::config::interp;
 use crate::config::node::{Map, Node, Value, deep_merge, python_str};
 use crate::config::source::Span;
 use crate::diag::{Diag, Result};
@@ -16,12 +18,52 @@ pub fn apply_all(root: &mut Node, ovs: &[Override], side: Side) -> Result<()> {
     ovs.iter().try_for_each(|ov| apply(root, ov, side))
 }
 
+/// [`apply_all`] where `+key` and `~key` look at the value as Hydra does: through
+/// `OmegaConf.select`, which resolves an interpolation first (so `~k` on `k: ${missing}`
+/// fails, and `+k=v` on `k: ${something_null}` adds). Used for the recipe, with the
+/// environment interpolations read.
+pub fn apply_all_resolving(
+    root: &mut Node,
+    ovs: &[Override],
+    side: Side,
+    env: &dyn Env,
+) -> Result<()> {
+    ovs.iter()
+        .try_for_each(|ov| apply_with(root, ov, side, Some(env)))
+}
+
 /// Apply one override to `root` (the merged recipe, or the merged infra mapping).
 pub fn apply(root: &mut Node, ov: &Override, side: Side) -> Result<()> {
+    apply_with(root, ov, side, None)
+}
+
+fn apply_with(root: &mut Node, ov: &Override, side: Side, env: Option<&dyn Env>) -> Result<()> {
     let cx = Cx {
         ov,
         strict: side == Side::Recipe,
     };
+    // What Hydra's `select` sees at the key, when that is an interpolation.
+    let selected = match (env, ov.op) {
+        (Some(env), Op::Add | Op::Delete) => cx.select_interpolation(root, env)?,
+        _ => None,
+    };
+    if let Some(v) = &selected
+        && ov.op == Op::Add
+        && v.is_null()
+        && !ov.extend_list
+    {
+        // `select` gave None: Hydra adds (force_add), replacing the interpolation.
+        let mut forced = ov.clone();
+        forced.op = Op::ForceAdd;
+        return apply_with(root, &forced, side, None);
+    }
+    if let (Some(v), Op::Delete) = (&selected, ov.op) {
+        cx.check_delete_value(v)?;
+        // Checked against the resolved value; now delete whatever is stored.
+        let mut plain = ov.clone();
+        plain.value = None;
+        return apply_with(root, &plain, side, None);
+    }
     if ov.path.is_empty() {
         return Err(
             Diag::new(CODE_TYPE, format!("override `{}` has no key", ov.text))
@@ -64,6 +106,51 @@ fn slot(n: Option<&Node>) -> Slot {
 }
 
 impl Cx<'_> {
+    /// The resolved value at the override's key when the stored value is an
+    /// interpolation; a resolution failure is the override's error (Hydra: "Error merging
+    /// override").
+    fn select_interpolation(&self, root: &Node, env: &dyn Env) -> Result<Option<Node>> {
+        let mut cur = root;
+        for seg in &self.ov.path {
+            match cur.child(seg) {
+                Some(n) => cur = n,
+                None => return Ok(None),
+            }
+        }
+        if !interp::needs_eval(cur) || self.ov.path.iter().any(|s| s.contains('.')) {
+            return Ok(None);
+        }
+        let dotted_path = self.ov.path.join(".");
+        interp::resolve_path(root, &dotted_path, env)
+            .map(Some)
+            .map_err(|d| d.context(format!("Error merging override {}", self.ov.text)))
+    }
+
+    /// `~key=value` and `~key` against the resolved value of an interpolation.
+    fn check_delete_value(&self, resolved: &Node) -> Result<()> {
+        let key = self.ov.display_key();
+        if resolved.is_null() {
+            return Err(self.cannot_delete(self.ov.path.len() - 1, None));
+        }
+        // Hydra compares only when the value is not None: `~k=null` is `~k`.
+        if let Some(expected) = &self.ov.value
+            && !expected.is_null()
+            && !python_eq(&resolved.value, &expected.value)
+        {
+            return Err(Diag::new(
+                CODE_DELETE,
+                format!(
+                    "Could not delete from config. The value of '{key}' is {} and not {}.",
+                    python_str(resolved),
+                    python_str(expected)
+                ),
+            )
+            .label(expected.span, "expected this value")
+            .help(format!("to delete it whatever its value, write `~{key}`")));
+        }
+        Ok(())
+    }
+
     fn seg_span(&self, i: usize) -> Span {
         self.ov
             .segment_spans
@@ -463,7 +550,9 @@ impl Cx<'_> {
             Some(n) if !(n.is_null() || n.is_missing()) => n,
             _ => return Err(self.cannot_delete(last, cur.as_map())),
         };
+        // Hydra compares only when the value is not None: `~k=null` is `~k`.
         if let Some(expected) = &self.ov.value
+            && !expected.is_null()
             && !python_eq(&existing.value, &expected.value)
         {
             let key = self.ov.display_key();

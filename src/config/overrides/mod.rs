@@ -6,8 +6,7 @@
 //! ([`partition`]) and applies them to a config tree ([`apply`], [`apply_all`]).
 //!
 //! Where nrl differs from Hydra on purpose:
-//! - values are typed by Hydra's lexer *or* OmegaConf's YAML 1.1 rules (`yes` is a bool,
-//!   `0x10` is 16), see [`typing`];
+//! - integers beyond 64 bits are refused (Python keeps them), see [`typing`];
 //! - key segments may contain `/ @ $ -` and brackets (`labels['kai.scheduler/queue']`);
 //! - non-ASCII characters are allowed in unquoted values, and trailing whitespace after a
 //!   quoted value or container is ignored;
@@ -33,7 +32,7 @@ mod tests_edge;
 #[cfg(test)]
 mod tests_parse;
 
-pub use apply::{apply, apply_all};
+pub use apply::{apply, apply_all, apply_all_resolving};
 pub use sweep::{expand_sweep, expand_sweeps, render_value};
 
 use crate::config::node::Node;

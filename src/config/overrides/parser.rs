@@ -430,7 +430,7 @@ impl Parser<'_> {
                 None => self.unexpected_end("a value"),
             });
         }
-        Ok(typing::primitive(self.src, self.text, toks))
+        typing::primitive(self.src, self.text, toks)
     }
 
     fn list(&mut self) -> Result<Node> {
@@ -534,7 +534,7 @@ impl Parser<'_> {
                 None => self.unexpected_end("a dict key"),
             });
         }
-        let node = typing::primitive(self.src, self.text, toks);
+        let node = typing::primitive(self.src, self.text, toks)?;
         let span = node.span.unwrap_or_else(|| self.span(0, 0));
         let (key, kind) = match &node.value {
             Value::Int(i) => (i.to_string(), KeyKind::Int),

@@ -406,7 +406,7 @@ fn expand_sweep_forms() {
     assert_eq!(expand_sweep("~x").unwrap(), ["~x"]);
     assert_eq!(
         expand_sweep("+x=choice(a, 'b,c', yes, '1')").unwrap(),
-        ["+x=a", "+x='b,c'", "+x=true", "+x='1'"]
+        ["+x=a", "+x='b,c'", "+x=yes", "+x='1'"]
     );
     assert_eq!(
         expand_sweep("x=range(5, 0, -2)").unwrap(),
@@ -468,5 +468,66 @@ fn expanded_values_reparse_to_the_swept_value() {
             json!("${a}"),
             json!(["a", "b,c"])
         ]
+    );
+}
+
+#[test]
+fn hydra_typing_on_both_sides() {
+    // Issue 14 item 10: `yes` is a string to Hydra on the recipe side and the infra side.
+    let (recipe, infra) = run_both(
+        "policy: {lr: 1}\n",
+        "labels: {a: b}\n",
+        &[
+            "+logger.note=yes",
+            "policy.lr=010",
+            "infra.labels.flag=yes",
+            "infra.labels.n=0x10",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false, 100)));
+    assert_eq!(
+        recipe.to_json(),
+        json!({"policy": {"lr": "010"}, "logger": {"note": "yes"}})
+    );
+    assert_eq!(
+        infra.to_json(),
+        json!({"labels": {"a": "b", "flag": "yes", "n": "0x10"}})
+    );
+}
+
+/// Apply on the recipe side the way `nrl check` does (Hydra's `select` resolves).
+fn run_resolving(config: &str, args: &[&str]) -> crate::diag::Result<serde_json::Value> {
+    let mut root = yaml(config);
+    let ovs = parse_all(args)?;
+    let env = crate::config::env::MapEnv::new([("NRL_USER", "t")]);
+    super::apply_all_resolving(&mut root, &ovs, Side::Recipe, &env)?;
+    Ok(root.to_json())
+}
+
+#[test]
+fn add_and_delete_look_through_interpolations_like_hydra_select() {
+    // Found by the NeMo-RL oracle (tests/nemo_rl_oracle.rs); results from Hydra 1.3.2.
+    // `~x` on `x: ${nope}`: select raises, "Error merging override ~x".
+    let e = run_resolving("x: ${nope}\n", &["~x"]).unwrap_err();
+    assert!(
+        e.message.contains("Error merging override ~x"),
+        "{}",
+        e.message
+    );
+    // `~y=1` compares with the resolved value.
+    assert_eq!(
+        run_resolving("x: 1\ny: ${x}\n", &["~y=1"]).unwrap(),
+        json!({"x": 1})
+    );
+    assert!(run_resolving("x: 1\ny: ${x}\n", &["~y=2"]).is_err());
+    // `+y=5` where y resolves to null: select gives None, so Hydra adds.
+    assert_eq!(
+        run_resolving("x: null\ny: ${x}\n", &["+y=5"]).unwrap(),
+        json!({"x": null, "y": 5})
+    );
+    // `~k=null` is `~k`: Hydra compares only a value that is not None.
+    assert_eq!(
+        run_resolving("k: 0.75\nj: 1\n", &["~k=null"]).unwrap(),
+        json!({"j": 1})
     );
 }

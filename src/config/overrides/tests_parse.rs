@@ -1,4 +1,4 @@
-//! Parsing: value typing (Hydra ∪ YAML 1.1, ref §3.6), quoting and escapes, keys,
+//! Parsing: value typing (Hydra's grammar), quoting and escapes, keys,
 //! prefixes, spans, functions, and syntax errors.
 
 use super::test_support::*;
@@ -10,24 +10,77 @@ fn list(items: Vec<Value>) -> Value {
 }
 
 #[test]
-fn ref_typing_yaml11_union() {
-    // ref §3.6: what the reference's YAML typing gave, kept by nrl's typing union.
-    // Hydra alone would give strings for these (checked in tests/overrides_golden.rs).
+fn hydra_typing_not_yaml11() {
+    // Issue 14 item 10: Hydra's grammar types override values (OverrideLexer.g4 INT / FLOAT
+    // / BOOL / NULL; overrides_visitor.py _createPrimitive), not YAML 1.1. Every one of
+    // these was typed by the YAML 1.1 resolver before; NeMo-RL's loader gives strings.
+    for text in [
+        "yes", "on", "Off", "NO", "y", "007", "010", "00", "0x10", "0b101", "0o17", "1:30",
+        "12:30:45", "1__000", "1_", ".inf", "-.inf", ".nan", ".NaN", "+.inf", "1e", "0_1",
+    ] {
+        assert_eq!(
+            value(&format!("x={text}")),
+            Value::Str(text.into()),
+            "x={text}"
+        );
+    }
+    // Inside containers too.
+    assert_eq!(
+        value("x=[010, yes, 0x10, 1]"),
+        list(vec![
+            Value::Str("010".into()),
+            Value::Str("yes".into()),
+            Value::Str("0x10".into()),
+            Value::Int(1),
+        ])
+    );
+    let Value::Map(m) = value("x={a: 010, b: off, c: .5}") else {
+        panic!("not a map")
+    };
+    assert_eq!(m["a"].value, Value::Str("010".into()));
+    assert_eq!(m["b"].value, Value::Str("off".into()));
+    assert_eq!(m["c"].value, Value::Float(0.5));
+}
+
+#[test]
+fn hydra_number_tokens() {
     for (text, want) in [
-        ("x=yes", Value::Bool(true)),
-        ("x=on", Value::Bool(true)),
-        ("x=Off", Value::Bool(false)),
-        ("x=NO", Value::Bool(false)),
-        ("x=007", Value::Int(7)),
-        ("x=010", Value::Int(8)),
-        ("x=0x10", Value::Int(16)),
-        ("x=0b11", Value::Int(3)),
-        ("x=1:30", Value::Int(90)),
-        ("x=.inf", Value::Float(f64::INFINITY)),
-        ("x=-.inf", Value::Float(f64::NEG_INFINITY)),
+        ("x=0", Value::Int(0)),
+        ("x=-0", Value::Int(0)),
+        ("x=1_000", Value::Int(1000)),
+        ("x=1e3", Value::Float(1000.0)),
+        ("x=.5", Value::Float(0.5)),
+        ("x=5.", Value::Float(5.0)),
+        ("x=-INF", Value::Float(f64::NEG_INFINITY)),
+        ("x=9223372036854775807", Value::Int(i64::MAX)),
+        ("x=-9223372036854775808", Value::Int(i64::MIN)),
+        ("x=fALSe", Value::Bool(false)),
+        ("x=nULl", Value::Null),
     ] {
         assert_eq!(value(text), want, "{text}");
     }
+    assert!(matches!(value("x=nan"), Value::Float(f) if f.is_nan()));
+}
+
+#[test]
+fn big_ints_are_refused_not_stringified() {
+    // Python keeps 9223372036854775808 an int; nrl's ints are 64-bit, so it refuses the
+    // value (docs/deviations.md) instead of silently making it a string.
+    for text in [
+        "x=9223372036854775808",
+        "x=[1, -9223372036854775809]",
+        "x={a: 99999999999999999999}",
+    ] {
+        let e = parse_override(0, text).unwrap_err();
+        assert_eq!(e.code, CODE_TYPE, "{text}");
+        assert!(
+            e.message.contains("does not fit in 64 bits"),
+            "{}",
+            e.message
+        );
+    }
+    let e = parse_override(0, "a.b=9223372036854775808").unwrap_err();
+    insta::assert_snapshot!(e.render(false, 100));
 }
 
 #[test]

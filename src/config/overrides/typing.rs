@@ -1,22 +1,24 @@
-//! Typing of unquoted primitive values.
-//!
-//! nrl types a value the way *either* of its two ancestors would have:
-//! - Hydra's lexer: a value that is a single INT / FLOAT / BOOL / NULL token (`1_000`,
-//!   `3e-4`, `inf`, `TrUe`, `NULL`) gets that type;
-//! - otherwise OmegaConf's YAML 1.1 typing, which the reference nrl-k8s applied to every
-//!   override (`yes`/`off` are bools, `010` is 8, `0x10` is 16, `1:30` is 90; dates stay
-//!   strings), unless the text contains an escape or an interpolation.
+//! Typing of unquoted primitive values, exactly as Hydra 1.3's override visitor does
+//! (`hydra/core/override_parser/overrides_visitor.py: _createPrimitive`):
+//! - a primitive that is a single INT / FLOAT / BOOL / NULL token (`1_000`, `3e-4`, `inf`,
+//!   `TrUe`, `NULL`) gets that type;
+//! - anything else (an ID, several tokens, escapes, interpolations) is a string. So `yes`,
+//!   `off`, `0x10`, `010`, `1:30`, `.inf` and `1__000` are strings, unlike YAML 1.1 (values
+//!   read from files keep OmegaConf's YAML 1.1 typing, see `config::yaml`).
 //!
 //! Quoted values are never typed (handled by the parser); `None` is the string "None".
+//! Python ints are unbounded; nrl's are 64-bit, so an INT beyond that range is refused
+//! with an error (docs/deviations.md) rather than silently turned into something else.
 
+use super::CODE_TYPE;
 use super::lexer::{Tok, Token, unescape_esc};
 use crate::config::node::{Node, Value};
 use crate::config::source::{Span, SrcId};
-use crate::config::yaml::resolve_plain;
+use crate::diag::{Diag, Result};
 
 /// Type the primitive made of `toks` (leading/trailing whitespace tokens are dropped, as
 /// Hydra does). `toks` must contain at least one non-whitespace token.
-pub(crate) fn primitive(src: SrcId, text: &str, toks: &[Token]) -> Node {
+pub(crate) fn primitive(src: SrcId, text: &str, toks: &[Token]) -> Result<Node> {
     let first = toks.iter().position(|t| t.kind != Tok::Ws).unwrap_or(0);
     let last = toks
         .iter()
@@ -27,62 +29,48 @@ pub(crate) fn primitive(src: SrcId, text: &str, toks: &[Token]) -> Node {
         (Some(a), Some(b)) => (a.start, b.end),
         _ => (text.len(), text.len()),
     };
-    let span = Some(Span::new(src, start, end));
+    let span = Span::new(src, start, end);
     let tok_text = |t: &Token| text.get(t.start..t.end).unwrap_or("");
     if let [t] = toks {
         let s = tok_text(t);
         let value = match t.kind {
-            Tok::Int => parse_int_token(s),
+            Tok::Int => parse_int_token(s).ok_or_else(|| big_int_error(text, s, span))?,
             Tok::Float => Value::Float(parse_float_token(s)),
             Tok::Bool => Value::Bool(s.eq_ignore_ascii_case("true")),
             Tok::Null => Value::Null,
             Tok::Esc => Value::Str(unescape_esc(s)),
-            Tok::Interpolation => Value::Str(s.to_string()),
-            _ => yaml_typed(s),
+            _ => Value::Str(s.to_string()),
         };
-        return Node::spanned(value, span);
+        return Ok(Node::spanned(value, Some(span)));
     }
     let mut out = String::new();
-    let mut literal = false;
     for t in toks {
         let s = tok_text(t);
         match t.kind {
-            Tok::Esc => {
-                literal = true;
-                out.push_str(&unescape_esc(s));
-            }
-            Tok::Interpolation => {
-                literal = true;
-                out.push_str(s);
-            }
+            Tok::Esc => out.push_str(&unescape_esc(s)),
             _ => out.push_str(s),
         }
     }
-    let value = if literal {
-        Value::Str(out)
-    } else {
-        yaml_typed(&out)
-    };
-    Node::spanned(value, span)
+    Ok(Node::spanned(Value::Str(out), Some(span)))
 }
 
-/// YAML 1.1 scalar typing, keeping only the typed outcomes (a YAML null spelling that is
-/// not Hydra's `null`, such as `~`, cannot reach here; an empty string stays a string).
-fn yaml_typed(s: &str) -> Value {
-    match resolve_plain(s) {
-        v @ (Value::Bool(_) | Value::Int(_) | Value::Float(_)) => v,
-        _ => Value::Str(s.to_string()),
-    }
+/// The error for an INT token outside the 64-bit range (Python would keep it as an int).
+pub(crate) fn big_int_error(text: &str, digits: &str, span: Span) -> Diag {
+    Diag::new(
+        CODE_TYPE,
+        format!("cannot parse override `{text}`: integer {digits} does not fit in 64 bits"),
+    )
+    .label(Some(span), "beyond the 64-bit range")
+    .help(format!(
+        "nrl's integers are 64-bit (-9223372036854775808..=9223372036854775807); \
+             quote the value ('{digits}') to pass it as a string"
+    ))
 }
 
-/// Hydra INT token: `[+-]?(0|[1-9](_?[0-9])*)`. Out of i64 range keeps the digits as a
-/// string rather than losing them (as the YAML loader does).
-fn parse_int_token(s: &str) -> Value {
+/// Hydra INT token: `[+-]?(0|[1-9](_?[0-9])*)`; `None` when it does not fit in an i64.
+fn parse_int_token(s: &str) -> Option<Value> {
     let clean: String = s.chars().filter(|&c| c != '_').collect();
-    match clean.parse::<i64>() {
-        Ok(i) => Value::Int(i),
-        Err(_) => Value::Str(s.to_string()),
-    }
+    clean.parse::<i64>().ok().map(Value::Int)
 }
 
 /// Hydra FLOAT token: point/exponent forms with underscores, or `inf`/`nan` in any case.
@@ -123,11 +111,12 @@ mod tests {
     }
 
     #[test]
-    fn big_ints_keep_their_digits() {
+    fn big_ints_are_not_ints_of_64_bits() {
+        assert_eq!(parse_int_token("99999999999999999999"), None);
+        assert_eq!(parse_int_token("-1_0"), Some(Value::Int(-10)));
         assert_eq!(
-            parse_int_token("99999999999999999999"),
-            Value::Str("99999999999999999999".into())
+            parse_int_token("-9223372036854775808"),
+            Some(Value::Int(i64::MIN))
         );
-        assert_eq!(parse_int_token("-1_0"), Value::Int(-10));
     }
 }

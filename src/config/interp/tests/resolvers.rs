@@ -141,7 +141,7 @@ fn unknown_resolver_lists_the_known_ones() {
     assert_eq!(d.message, "Unsupported interpolation type nope");
     let help = d.help.clone().unwrap_or_default();
     assert!(
-        help.contains("known resolvers: user, oc.env, oc.select, oc.decode, mul"),
+        help.contains("known resolvers: user, oc.env, oc.select, oc.decode, oc.create, oc.deprecated, oc.dict.keys, oc.dict.values, mul"),
         "{help}"
     );
     assert!(!help.contains("shell"), "{help}");
@@ -167,6 +167,107 @@ fn oc_select_of_its_own_container_is_an_error() {
     assert_eq!(d.code, "nrl::interp::cycle");
     assert!(
         d.message.contains("a container that holds it"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn oc_create_dict_keys_and_values() {
+    // Issue 14 item 10; expected values from real OmegaConf 2.3.0 (to_container, resolve).
+    let n = resolved(concat!(
+        "labels: \"${oc.create:'{team: rl, n: 1}'}\"\n",
+        "ks: ${oc.dict.keys:labels}\n",
+        "vs: ${oc.dict.values:labels}\n",
+        "d: {a: z, b: \"${x}\"}\n",
+        "d2: {8080: a, true: 1}\n",
+        "dk2: ${oc.dict.keys:d2}\n",
+        "x: 5\n",
+        "dk: ${oc.dict.keys:d}\n",
+        "dv: ${oc.dict.values:d}\n",
+        "c2: \"${oc.create:{a: ${x}}}\"\n",
+        "c3: \"${oc.create:[1, 2]}\"\n",
+        "c4: ${oc.create:'hello'}\n",
+        "c5: ${oc.create:''}\n",
+        "s:\n  e: {p: 1}\n  k: ${oc.dict.keys:.e}\n",
+        "old: ${oc.deprecated:x}\n",
+    ));
+    assert_eq!(
+        json(&n),
+        json!({
+            "labels": {"team": "rl", "n": 1}, "ks": ["team", "n"], "vs": ["rl", 1],
+            "d": {"a": "z", "b": 5}, "d2": {"8080": "a", "True": 1}, "dk2": [8080, true],
+            "x": 5, "dk": ["a", "b"], "dv": ["z", 5], "c2": {"a": 5}, "c3": [1, 2],
+            "c4": {"hello": null}, "c5": {}, "s": {"e": {"p": 1}, "k": ["p"]}, "old": 5
+        })
+    );
+    for (text, msg) in [
+        ("a: ${oc.dict.keys:nope}\n", "Key not found: 'nope'"),
+        (
+            "a: ${oc.dict.keys:l}\nl: [1]\n",
+            "`oc.dict.keys` cannot be applied to objects of type: ListConfig",
+        ),
+        (
+            "a: ${oc.dict.keys:1}\n",
+            "`oc.dict.keys` requires a string as input, but obtained `1` of type: int",
+        ),
+        ("a: ${oc.create:1}\n", "Object of unsupported type: 'int'"),
+        (
+            "a: ${oc.deprecated:nope}\n",
+            "In oc.deprecated resolver at 'a': Key not found: 'nope'",
+        ),
+        (
+            "a: ${oc.dict.values:d}\nd: {8080: a}\n",
+            "Interpolation key 'd.8080' not found",
+        ),
+    ] {
+        let d = failure(text);
+        assert_eq!(d.code, "nrl::interp::resolver", "{text}");
+        assert!(d.message.contains(msg), "{text}: {}", d.message);
+    }
+    assert_eq!(
+        failure("a: ${oc.dict.keys:d}\nd: ???\n").code,
+        "nrl::interp::missing_value"
+    );
+    assert!(
+        failure("a: ${oc.create:'[a'}\n")
+            .message
+            .contains("could not parse")
+    );
+}
+
+#[test]
+fn oc_dict_keys_may_list_the_mapping_that_holds_it() {
+    // Found by the NeMo-RL oracle: OmegaConf lists the keys without resolving the values.
+    let n = resolved("policy:\n  lr: ${oc.dict.keys:policy}\n  name: x\n");
+    assert_eq!(
+        json(&n),
+        json!({"policy": {"lr": ["lr", "name"], "name": "x"}})
+    );
+}
+
+#[test]
+fn mul_does_not_repeat_a_list_written_in_the_config() {
+    // Found by the NeMo-RL oracle: `${x}` hands a ListConfig to the resolver, and
+    // ListConfig * int is a TypeError; a list literal or a resolver's list repeats.
+    let d = failure("x: [1, 2]\ny: ${mul:${x},2}\n");
+    assert_eq!(d.code, "nrl::interp::resolver");
+    assert!(
+        d.message
+            .contains("unsupported operand type(s) for *: 'ListConfig' and 'int'"),
+        "{}",
+        d.message
+    );
+    let n = resolved("y: ${mul:[1, 2],2}\nz: \"${mul:${oc.decode:'[1]'},2}\"\n");
+    assert_eq!(json(&n), json!({"y": [1, 2, 1, 2], "z": [1, 1]}));
+}
+
+#[test]
+fn mul_does_not_repeat_a_list_built_by_a_config_resolver() {
+    // NeMo-RL oracle (seed 2): `oc.dict.keys` returns a ListConfig.
+    let d = failure("p: {a: 1}\nk: ${oc.dict.keys:p}\ny: ${mul:${k},2}\n");
+    assert!(
+        d.message.contains("'ListConfig' and 'int'"),
         "{}",
         d.message
     );
