@@ -147,13 +147,26 @@ fn a_stalled_watch_is_reestablished_well_before_the_deadline() {
         !f.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"))
             .is_empty()
     }));
-    // Ready while the only watch is stalled: only a new watch can deliver it.
+    // Ready while the only watch is stalled: only a new watch can deliver it. What
+    // KubeRay would have made (the fake's operator leaves this cluster alone): a head and
+    // one worker, and the status of a ready cluster (spec §2.7).
+    for (pod, node_type) in [
+        ("rc-train-head-x", "head"),
+        ("rc-train-gpu-worker-x", "worker"),
+    ] {
+        fake.put(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": "default",
+                         "labels": {"ray.io/cluster": "rc-train", "ray.io/node-type": node_type}},
+            "spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}}));
+    }
     fake.patch_status(
         "ray.io/v1",
         "RayCluster",
         "default",
         "rc-train",
-        json!({"state": "ready"}),
+        json!({"state": "ready", "desiredWorkerReplicas": 1, "readyWorkerReplicas": 1,
+               "conditions": [{"type": "HeadPodReady", "status": "True",
+                               "reason": "HeadPodRunningAndReady", "message": ""}]}),
     );
     assert!(
         fake.wait_until_blocking(Duration::from_secs(40), |_| matches!(

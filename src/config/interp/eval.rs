@@ -344,6 +344,18 @@ impl<'a> Engine<'a> {
             match p {
                 Piece::Lit(s) => out.push_str(s),
                 Piece::Interp(i) => {
+                    // OmegaConf writes a config node into a string with `str()`, which
+                    // shows its values as written: interpolations inside stay unresolved.
+                    if let InterpKind::Node(path) = &i.kind
+                        && let Ok(Cursor::Raw(chain)) = self.lookup(path, site, i)
+                        && let Some(target) = chain.last().map(|f| f.node)
+                        && target.value.is_container()
+                        && !needs_eval(target)
+                        && !site.chain.iter().any(|f| std::ptr::eq(f.node, target))
+                    {
+                        out.push_str(&python_str(target));
+                        continue;
+                    }
                     let v = self.eval_interp(i, site)?;
                     out.push_str(&python_str(&v));
                 }
