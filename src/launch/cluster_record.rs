@@ -68,6 +68,22 @@ pub async fn save_on_cluster(
     Ok(())
 }
 
+/// Update the cluster copy of `record` in `ns`, keeping the owners the live ConfigMap
+/// has: an apply without `ownerReferences` by the same field manager would remove them,
+/// and the record would outlive its run (never garbage-collected).
+pub async fn update_on_cluster(k8s: &K8s, ns: &str, record: &RunRecord) -> Result<()> {
+    let cms = by_kind("ConfigMap")?;
+    let owners = match k8s.get(&cms, ns, &configmap_name(&record.id)).await? {
+        Some(live) => live
+            .pointer("/metadata/ownerReferences")
+            .and_then(Json::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    save_on_cluster(k8s, ns, record, &owners).await
+}
+
 /// The cluster copy of run `id` in `ns`, if there is one.
 pub async fn load_from_cluster(k8s: &K8s, ns: &str, id: &str) -> Result<Option<RunRecord>> {
     let cms = by_kind("ConfigMap")?;
