@@ -703,11 +703,17 @@ fn run_replace_refuses_another_users_rayjob_unless_forced() {
     let out = nrl(d.path(), Some(&f))
         .env("NRL_USER", "bob")
         .args(base)
+        .args(["--run-id", "bobs-run-1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let bobs = f.get("ray.io/v1", "RayJob", "ns", "shared-rj").unwrap();
     assert_eq!(bobs["metadata"]["labels"]["nrl-k8s/owner"], "bob");
+    // Its record ConfigMap is labelled too.
+    let cm = f
+        .get("v1", "ConfigMap", "ns", "nrl-run-bobs-run-1")
+        .unwrap();
+    assert_eq!(cm["metadata"]["labels"]["nrl-k8s/owner"], "bob");
 
     let out = nrl(d.path(), Some(&f))
         .args(base)

@@ -273,7 +273,7 @@ pub async fn run(
         Some(rc) => owner_ref(&rc).into_iter().collect(),
         None => Vec::new(),
     };
-    let saved = save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    let saved = save_everywhere(k8s, ctx, &record, &owners, &username(&*cfg.env), progress).await;
     for line in followups(
         &ctx.run_id,
         ctx,
@@ -327,7 +327,7 @@ pub async fn run(
         };
         let code = code.unwrap_or(if *exit == Exit::Ok { 0 } else { 1 });
         record.set_status(st, Some(code), Some(status.clone()));
-        save_everywhere(k8s, ctx, &record, &owners, progress).await;
+        save_everywhere(k8s, ctx, &record, &owners, &username(&*cfg.env), progress).await;
     }
     Ok(LongLivedOutcome {
         record,
