@@ -790,3 +790,29 @@ fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
     assert_ne!(mine["metadata"]["uid"], uid, "replaced");
     assert_eq!(mine["metadata"]["labels"]["nrl-k8s/owner"], "tester");
 }
+
+/// `job stop` of another user's run is refused by the owner check before anything is
+/// stopped (issue 15 item 8).
+#[test]
+fn job_stop_refuses_another_users_run() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let out = nrl(d.path(), Some(&f))
+        .env("NRL_USER", "bob")
+        .args(["run", &r, "--no-wait", "--run-id", "bobs-run-2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = nrl(d.path(), Some(&f))
+        .args(["job", "stop", "bobs-run-2"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is owned by 'bob' (you are 'tester')"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--force"), "{stderr}");
+}

@@ -98,7 +98,9 @@ pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit>
     if let Some(k) = &k8s {
         eprintln!("nrl job stop: {}", k.banner());
     }
-    match stop_run(k8s.as_ref(), &record, force).await? {
+    let me = crate::config::env::username(&crate::config::env::ProcessEnv);
+    let progress = crate::launch::progress::Progress::auto();
+    match stop_run(k8s.as_ref(), &record, &me, force, &progress).await? {
         Stopped::Stopped(state) => {
             eprintln!("stopped run {id}: {state}");
             record.set_status(
