@@ -111,8 +111,12 @@ fn three_benchmarks_one_failing_cli() {
         .expect("the run's Secret");
     let owners = secret["metadata"]["ownerReferences"].as_array().unwrap();
     assert_eq!(owners.len(), 3);
+    // The Secret and the Jobs are labelled with the user (issue 15 item 8).
+    let owner = secret["metadata"]["labels"]["nrl-k8s/owner"].clone();
+    assert!(owner.as_str().is_some_and(|o| !o.is_empty()), "{secret}");
     for job in fake.list("batch/v1", "Job", Some("evals"), "gym-job-id=gym-e2e-three") {
         assert!(!job.to_string().contains(TOKEN));
+        assert_eq!(job["metadata"]["labels"]["nrl-k8s/owner"], owner);
     }
 
     // The record.
