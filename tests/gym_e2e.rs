@@ -182,6 +182,20 @@ fn three_benchmarks_one_failing_cli() {
         "{all}"
     );
 
+    // Another user's cancel is refused by the owner check before anything is deleted
+    // (issue 15 item 8).
+    fake.clear_request_log();
+    let out = nrl(&fake, home.path())
+        .env("NRL_USER", "mallory")
+        .args(["gym", "cancel", run])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("(you are 'mallory')"), "{stderr}");
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert!(fake.requests(|r| r.verb == "delete").is_empty());
+
     // cancel: the Jobs and the Secret are gone.
     let out = nrl(&fake, home.path())
         .args(["gym", "cancel", run])
@@ -375,6 +389,11 @@ async fn cancel_one_benchmark() {
         "gym-lib-cancel",
         Some("math"),
         Some(Duration::from_secs(10)),
+        &nrl::gym::ops::cancel::Canceller {
+            me: "alice",
+            force: false,
+            progress: &nrl::launch::Progress::capture(),
+        },
     )
     .await
     .unwrap();
