@@ -111,8 +111,12 @@ fn three_benchmarks_one_failing_cli() {
         .expect("the run's Secret");
     let owners = secret["metadata"]["ownerReferences"].as_array().unwrap();
     assert_eq!(owners.len(), 3);
+    // The Secret and the Jobs are labelled with the user (issue 15 item 8).
+    let owner = secret["metadata"]["labels"]["nrl-k8s/owner"].clone();
+    assert!(owner.as_str().is_some_and(|o| !o.is_empty()), "{secret}");
     for job in fake.list("batch/v1", "Job", Some("evals"), "gym-job-id=gym-e2e-three") {
         assert!(!job.to_string().contains(TOKEN));
+        assert_eq!(job["metadata"]["labels"]["nrl-k8s/owner"], owner);
     }
 
     // The record.
@@ -177,6 +181,20 @@ fn three_benchmarks_one_failing_cli() {
             && all.contains("[tau2] tau2 done"),
         "{all}"
     );
+
+    // Another user's cancel is refused by the owner check before anything is deleted
+    // (issue 15 item 8).
+    fake.clear_request_log();
+    let out = nrl(&fake, home.path())
+        .env("NRL_USER", "mallory")
+        .args(["gym", "cancel", run])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("(you are 'mallory')"), "{stderr}");
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert!(fake.requests(|r| r.verb == "delete").is_empty());
 
     // cancel: the Jobs and the Secret are gone.
     let out = nrl(&fake, home.path())
@@ -371,6 +389,11 @@ async fn cancel_one_benchmark() {
         "gym-lib-cancel",
         Some("math"),
         Some(Duration::from_secs(10)),
+        &nrl::gym::ops::cancel::Canceller {
+            me: "alice",
+            force: false,
+            progress: &nrl::launch::Progress::capture(),
+        },
     )
     .await
     .unwrap();

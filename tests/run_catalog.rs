@@ -690,3 +690,129 @@ fn the_wait_for_waiting_times_out_naming_that_state() {
     );
     assert!(!e.contains("to be finished"), "{e}");
 }
+
+/// The RayJob `nrl run` created is labelled with its owner; `--replace` by another user
+/// is refused and leaves it alone; `--force` deletes it and takes over the name (issue 15
+/// item 8: the ephemeral path deleted another user's running RayJob).
+#[test]
+fn run_replace_refuses_another_users_rayjob_unless_forced() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let base = ["run", &r, "--no-wait", "--rayjob-name", "shared-rj"];
+    let out = nrl(d.path(), Some(&f))
+        .env("NRL_USER", "bob")
+        .args(base)
+        .args(["--run-id", "bobs-run-1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let bobs = f.get("ray.io/v1", "RayJob", "ns", "shared-rj").unwrap();
+    assert_eq!(bobs["metadata"]["labels"]["nrl-k8s/owner"], "bob");
+    // Its record ConfigMap is labelled too.
+    let cm = f
+        .get("v1", "ConfigMap", "ns", "nrl-run-bobs-run-1")
+        .unwrap();
+    assert_eq!(cm["metadata"]["labels"]["nrl-k8s/owner"], "bob");
+
+    let out = nrl(d.path(), Some(&f))
+        .args(base)
+        .arg("--replace")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RayJob shared-rj in namespace `ns` is owned by 'bob' (you are 'tester')"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--force"), "{stderr}");
+    let still = f.get("ray.io/v1", "RayJob", "ns", "shared-rj").unwrap();
+    assert_eq!(
+        still["metadata"]["uid"], bobs["metadata"]["uid"],
+        "not deleted"
+    );
+
+    let out = nrl(d.path(), Some(&f))
+        .args(base)
+        .args(["--replace", "--force"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("is owned by 'bob'; --force: acting anyway"),
+        "{stderr}"
+    );
+    let mine = f.get("ray.io/v1", "RayJob", "ns", "shared-rj").unwrap();
+    assert_ne!(mine["metadata"]["uid"], bobs["metadata"]["uid"], "replaced");
+    assert_eq!(mine["metadata"]["labels"]["nrl-k8s/owner"], "tester");
+}
+
+/// A RayJob without the `nrl-k8s/owner` label (made by kubectl) is refused by
+/// `run --replace`, naming the label, unless `--force`.
+#[test]
+fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let uid = f.put(serde_json::json!({
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "hand-rj", "namespace": "ns"},
+        "spec": {"entrypoint": "echo by hand"},
+    }))["metadata"]["uid"]
+        .clone();
+    let base = [
+        "run",
+        &r,
+        "--no-wait",
+        "--rayjob-name",
+        "hand-rj",
+        "--replace",
+    ];
+    let out = nrl(d.path(), Some(&f)).args(base).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RayJob hand-rj in namespace `ns` has no `nrl-k8s/owner` label"),
+        "{stderr}"
+    );
+    let still = f.get("ray.io/v1", "RayJob", "ns", "hand-rj").unwrap();
+    assert_eq!(still["metadata"]["uid"], uid, "not deleted");
+    let out = nrl(d.path(), Some(&f))
+        .args(base)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mine = f.get("ray.io/v1", "RayJob", "ns", "hand-rj").unwrap();
+    assert_ne!(mine["metadata"]["uid"], uid, "replaced");
+    assert_eq!(mine["metadata"]["labels"]["nrl-k8s/owner"], "tester");
+}
+
+/// `job stop` of another user's run is refused by the owner check before anything is
+/// stopped (issue 15 item 8).
+#[test]
+fn job_stop_refuses_another_users_run() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    let out = nrl(d.path(), Some(&f))
+        .env("NRL_USER", "bob")
+        .args(["run", &r, "--no-wait", "--run-id", "bobs-run-2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = nrl(d.path(), Some(&f))
+        .args(["job", "stop", "bobs-run-2"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is owned by 'bob' (you are 'tester')"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--force"), "{stderr}");
+}

@@ -380,6 +380,29 @@ fn ctrl_c_detaches_and_the_job_keeps_running() {
         "{stderr}"
     );
     assert_eq!(record(&w, &run)["status"], "stopped");
+    // The record ConfigMap, updated by the stop, still belongs to the RayJob (issue 15
+    // item 9: an apply without ownerReferences removed them, so it was never collected).
+    let cm = w
+        .fake
+        .get("v1", "ConfigMap", "default", &format!("nrl-run-{run}"))
+        .expect("the run's record ConfigMap");
+    assert!(
+        cm["data"]["record.json"]
+            .as_str()
+            .is_some_and(|t| t.contains("\"stopped\"")),
+        "{cm}"
+    );
+    let owners = cm["metadata"]["ownerReferences"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(owners.len(), 1, "{cm}");
+    assert_eq!(owners[0]["kind"], "RayJob");
+    assert_eq!(owners[0]["name"], "tester-quickstart");
+    assert_eq!(
+        owners[0]["uid"],
+        rayjob(&w, "tester-quickstart")["metadata"]["uid"]
+    );
     remove_staging(&run);
 }
 

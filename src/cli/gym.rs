@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::config::env::{Env, ProcessEnv};
+use crate::config::env::{Env, ProcessEnv, username};
 use crate::diag::{Diag, Exit, Result};
 use crate::gym::config::GymLoadRequest;
 use crate::gym::names::check_run_id;
 use crate::gym::ops::apply::ApplySettings;
-use crate::gym::ops::cancel::cancel_run;
+use crate::gym::ops::cancel::{Canceller, cancel_run};
 use crate::gym::ops::logs::{LogRequest, stream_logs};
 use crate::gym::ops::watch::{explain_from_pods, read_run};
 use crate::gym::record::GymRecord;
@@ -22,6 +22,7 @@ use crate::gym::state::Phase;
 use crate::gym::table;
 use crate::gym::view::RunView;
 use crate::k8s::{ConnectOptions, K8s};
+use crate::launch::Progress;
 use crate::launch::records::RunStatus;
 use crate::render::emit;
 
@@ -184,6 +185,10 @@ pub struct CancelArgs {
     /// Return without waiting for the Jobs to be gone.
     #[arg(long)]
     pub no_wait: bool,
+    /// Delete Jobs and the Secret even when they are labelled `nrl-k8s/owner` as another
+    /// user's, or have no such label (made by kubectl or another tool).
+    #[arg(long)]
+    pub force: bool,
     /// How long to wait for the Jobs to be gone.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -499,7 +504,13 @@ async fn cancel(args: CancelArgs, env: Arc<dyn Env>) -> Result<Exit> {
         k8s.context
     );
     let wait = (!args.no_wait).then_some(args.timeout);
-    let done = cancel_run(&k8s, &ns, run, args.benchmark.as_deref(), wait).await?;
+    let (me, progress) = (username(env.as_ref()), Progress::auto());
+    let by = Canceller {
+        me: &me,
+        force: args.force,
+        progress: &progress,
+    };
+    let done = cancel_run(&k8s, &ns, run, args.benchmark.as_deref(), wait, &by).await?;
     if done.jobs.is_empty() && done.secret.is_none() {
         eprintln!("nothing to delete: no Jobs of run `{run}` are left");
     }

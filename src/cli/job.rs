@@ -175,7 +175,8 @@ pub struct StopArgs {
     /// run's record on this machine, else the current context).
     #[command(flatten)]
     pub lookup: super::common::KubeArgs,
-    /// Exec runs: SIGKILL instead of SIGTERM.
+    /// Exec runs: SIGKILL instead of SIGTERM. Also stops a run whose RayJob or RayCluster
+    /// is labelled `nrl-k8s/owner` as another user's, or has no such label.
     #[arg(long)]
     pub force: bool,
     /// How long to wait for the job to reach a terminal state.

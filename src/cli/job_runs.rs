@@ -11,7 +11,7 @@ use crate::config::env::ProcessEnv;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
-use crate::launch::cluster_record::{find_run, save_on_cluster};
+use crate::launch::cluster_record::{find_run, update_on_cluster};
 use crate::launch::output::{Console, Output};
 use crate::launch::process::Interrupts;
 use crate::launch::records::{CODE_NOT_FOUND, RunKind, RunRecord, RunStatus, RunStore};
@@ -98,7 +98,9 @@ pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit>
     if let Some(k) = &k8s {
         eprintln!("nrl job stop: {}", k.banner());
     }
-    match stop_run(k8s.as_ref(), &record, force).await? {
+    let me = crate::config::env::username(&crate::config::env::ProcessEnv);
+    let progress = crate::launch::progress::Progress::auto();
+    match stop_run(k8s.as_ref(), &record, &me, force, &progress).await? {
         Stopped::Stopped(state) => {
             eprintln!("stopped run {id}: {state}");
             record.set_status(
@@ -111,7 +113,7 @@ pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit>
                 eprintln!("warning: {}", e.message);
             }
             if let (Some(k), Some(ns)) = (&k8s, &record.namespace) {
-                let _ = save_on_cluster(k, ns, &record, &[]).await;
+                let _ = update_on_cluster(k, ns, &record).await;
             }
         }
         Stopped::AlreadyEnded(state) => eprintln!("run {id} had already ended: {state}"),

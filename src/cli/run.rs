@@ -130,6 +130,11 @@ pub struct RunArgs {
     /// registry ConfigMap; daemons get a fresh `<id>-<timestamp>` submission id.
     #[arg(long, conflicts_with_all = ["local", "ray_address", "dry_run"])]
     pub replace: bool,
+    /// Act on existing objects labelled `nrl-k8s/owner` with another user's name, or with
+    /// no such label at all (made by kubectl or another tool): the RayJob --replace
+    /// deletes, the RayClusters a --raycluster run replaces or updates. Refused otherwise.
+    #[arg(long, conflicts_with_all = ["local", "ray_address", "dry_run"])]
+    pub force: bool,
     /// --raycluster: delete and re-create a RayCluster whose spec drifted.
     #[arg(long, requires = "raycluster")]
     pub recreate: bool,

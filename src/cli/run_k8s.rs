@@ -41,6 +41,7 @@ fn rayjob_options(args: &RunArgs, run_id: String) -> RayJobRunOptions {
     opts.wait = !args.no_wait;
     opts.timeout = args.timeout;
     opts.replace = args.replace;
+    opts.force = args.force;
     opts.validate = !args.no_validate;
     if let Some(root) = &args.repo_root {
         opts.repo_root = root.clone();
@@ -174,6 +175,7 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
     };
     let opts = LongLivedOptions {
         replace: args.replace,
+        force: args.force,
         recreate: args.recreate,
         skip_daemons: args.skip_daemons,
         timeout: args.timeout,

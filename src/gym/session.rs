@@ -131,7 +131,7 @@ pub async fn start(
 ) -> Result<Started> {
     let mut record = record_for(p, k8s);
     save_record(&record, env, warn);
-    let applied = match apply_run(k8s, &p.plan, settings, on_applied).await {
+    let applied = match apply_run(k8s, &p.plan, settings, &username(env), on_applied).await {
         Ok(a) => a,
         Err(e) => {
             record

@@ -9,9 +9,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::cluster::check_owner;
 use super::dashboard::dashboard_session;
 use super::follow::{TaskGuard, follow_into};
 use super::output::Output;
+use super::progress::Progress;
 use super::records::{RunKind, RunRecord};
 use super::run::DRIVER_LOG;
 use super::submit::exec::{self, ExecRun, ExecState};
@@ -295,9 +297,42 @@ pub enum Stopped {
     AlreadyEnded(String),
 }
 
+/// The owner check of `job stop`: the object the run lives on (its RayJob, else its
+/// RayCluster) must be `me`'s (`nrl-k8s/owner`), unless `force`. Nothing to check when it
+/// is gone or the run is not on Kubernetes.
+pub async fn check_run_owner(
+    k8s: Option<&K8s>,
+    record: &RunRecord,
+    me: &str,
+    force: bool,
+    progress: &Progress,
+) -> Result<()> {
+    let (Some(k8s), Some(ns)) = (k8s, record.namespace.as_deref()) else {
+        return Ok(());
+    };
+    let rayjob = record.k8s.as_ref().and_then(|k| k.rayjob.as_deref());
+    let (kind, name) = match (record.kind, rayjob, record.cluster.as_deref()) {
+        (RunKind::Rayjob, Some(rj), _) => ("RayJob", rj),
+        (RunKind::Rayjob, None, _) | (_, _, None) => return Ok(()),
+        (_, _, Some(rc)) => ("RayCluster", rc),
+    };
+    match k8s.get(&by_kind(kind)?, ns, name).await? {
+        Some(live) => check_owner(&live, me, force, progress),
+        None => Ok(()),
+    }
+}
+
 /// Stop the run: Ray's stop (waiting until Ray says it ended), or for exec runs a signal
 /// to the run's own process group (TERM; KILL with `force`), then a wait for it to end.
-pub async fn stop_run(k8s: Option<&K8s>, record: &RunRecord, force: bool) -> Result<Stopped> {
+/// The owner check ([`check_run_owner`]) comes first; `force` also overrides it.
+pub async fn stop_run(
+    k8s: Option<&K8s>,
+    record: &RunRecord,
+    me: &str,
+    force: bool,
+    progress: &Progress,
+) -> Result<Stopped> {
+    check_run_owner(k8s, record, me, force, progress).await?;
     match target(k8s, record).await? {
         Target::Cluster { ns, cluster, id } => {
             let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;

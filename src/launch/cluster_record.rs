@@ -5,6 +5,8 @@
 
 use serde_json::{Value as Json, json};
 
+use super::cluster::owner::valid_label_value;
+use super::cluster::{OWNER_LABEL, owner_of};
 use super::owned::with_owners;
 use super::records::{RunRecord, RunStore};
 use crate::diag::{Diag, Result};
@@ -24,15 +26,16 @@ pub fn configmap_name(run_id: &str) -> String {
     format!("nrl-run-{run_id}")
 }
 
-/// The ConfigMap carrying `record`.
-pub fn record_configmap(record: &RunRecord, ns: &str, owners: &[Json]) -> Result<Json> {
+/// The ConfigMap carrying `record`, labelled `nrl-k8s/owner: <user>` (unless `user` is
+/// not a valid label value).
+pub fn record_configmap(record: &RunRecord, ns: &str, owners: &[Json], user: &str) -> Result<Json> {
     let text = serde_json::to_string_pretty(record).map_err(|e| {
         Diag::new(
             "nrl::run::record",
             format!("cannot encode the run record: {e}"),
         )
     })?;
-    let cm = json!({
+    let mut cm = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -46,6 +49,13 @@ pub fn record_configmap(record: &RunRecord, ns: &str, owners: &[Json]) -> Result
         },
         "data": {RECORD_KEY: text},
     });
+    if valid_label_value(user)
+        && let Some(labels) = cm
+            .pointer_mut("/metadata/labels")
+            .and_then(Json::as_object_mut)
+    {
+        labels.insert(OWNER_LABEL.into(), Json::from(user));
+    }
     Ok(if owners.is_empty() {
         cm
     } else {
@@ -53,19 +63,37 @@ pub fn record_configmap(record: &RunRecord, ns: &str, owners: &[Json]) -> Result
     })
 }
 
-/// Write (or update) the cluster copy of `record` in `ns`, owned by `owners`.
+/// Write (or update) the cluster copy of `record` in `ns`, owned by `owners`, labelled
+/// as `user`'s.
 pub async fn save_on_cluster(
     k8s: &K8s,
     ns: &str,
     record: &RunRecord,
     owners: &[Json],
+    user: &str,
 ) -> Result<()> {
     k8s.apply(
-        &record_configmap(record, ns, owners)?,
+        &record_configmap(record, ns, owners, user)?,
         ApplyOptions::default(),
     )
     .await?;
     Ok(())
+}
+
+/// Update the cluster copy of `record` in `ns`, keeping the owners and the owner label
+/// the live ConfigMap has: an apply without `ownerReferences` by the same field manager
+/// would remove them, and the record would outlive its run (never garbage-collected).
+pub async fn update_on_cluster(k8s: &K8s, ns: &str, record: &RunRecord) -> Result<()> {
+    let cms = by_kind("ConfigMap")?;
+    let live = k8s.get(&cms, ns, &configmap_name(&record.id)).await?;
+    let owners = live
+        .as_ref()
+        .and_then(|l| l.pointer("/metadata/ownerReferences"))
+        .and_then(Json::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let user = live.as_ref().and_then(owner_of).unwrap_or("");
+    save_on_cluster(k8s, ns, record, &owners, user).await
 }
 
 /// The cluster copy of run `id` in `ns`, if there is one.
@@ -133,7 +161,8 @@ mod tests {
             ..K8sRun::default()
         });
         let owner = json!({"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "rj", "uid": "u"});
-        let cm = record_configmap(&rec, "ns", &[owner]).unwrap();
+        let cm = record_configmap(&rec, "ns", &[owner], "alice").unwrap();
+        assert_eq!(cm["metadata"]["labels"][OWNER_LABEL], "alice");
         assert_eq!(cm["metadata"]["name"], "nrl-run-quick-1");
         assert_eq!(cm["metadata"]["labels"][RUN_ID_LABEL], "quick-1");
         assert_eq!(cm["metadata"]["labels"][RUN_KIND_LABEL], "rayjob");

@@ -81,6 +81,7 @@ pub async fn save_everywhere(
     ctx: &RunContext,
     record: &RunRecord,
     owners: &[Json],
+    user: &str,
     progress: &mut dyn Output,
 ) -> Saved {
     let mut saved = Saved {
@@ -95,7 +96,7 @@ pub async fn save_everywhere(
         .namespace
         .clone()
         .unwrap_or_else(|| k8s.namespace.clone());
-    if let Err(e) = save_on_cluster(k8s, &ns, record, owners).await {
+    if let Err(e) = save_on_cluster(k8s, &ns, record, owners, user).await {
         progress.status(&format!(
             "warning: the run record could not be kept on the cluster: {}",
             e.message
@@ -170,7 +171,7 @@ pub async fn rayjob_run(
         }
     };
     let owners: Vec<Json> = owner_ref(&live).into_iter().collect();
-    let saved = save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    let saved = save_everywhere(k8s, ctx, &record, &owners, &plan.owner, progress).await;
     for line in followups(
         &plan.run_id,
         ctx,
@@ -195,6 +196,6 @@ pub async fn rayjob_run(
         let code = if outcome.exit() == Exit::Ok { 0 } else { 1 };
         record.set_status(status, Some(code), message);
     }
-    save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    save_everywhere(k8s, ctx, &record, &owners, &plan.owner, progress).await;
     Ok((outcome, record))
 }

@@ -70,3 +70,41 @@ fn another_users_cluster_is_refused_unless_forced() {
     let err = fails(c, 2);
     assert!(err.contains("owned by 'alice' (you are 'carol')"), "{err}");
 }
+
+/// A cluster without the `nrl-k8s/owner` label (made by kubectl or another tool) is not
+/// assumed to be the caller's: `cluster down` refuses it naming the label, unless --force
+/// (issue 15 item 8).
+#[test]
+fn an_unlabelled_cluster_is_refused_naming_the_label_unless_forced() {
+    let fake = FakeK8s::start();
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "training", "--no-wait"],
+    ));
+    fake.edit("ray.io/v1", "RayCluster", "default", "rc-train", |o| {
+        if let Some(l) = o["metadata"]["labels"].as_object_mut() {
+            l.remove("nrl-k8s/owner");
+        }
+    });
+    fake.clear_request_log();
+    let err = fails(
+        with_recipe(&fake, &["cluster", "down"], &["--role", "training"]),
+        2,
+    );
+    assert!(
+        err.contains("RayCluster rc-train in namespace `default` has no `nrl-k8s/owner` label"),
+        "{err}"
+    );
+    assert!(fake.requests(|r| r.verb == "delete").is_empty());
+    let (_, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "down"],
+        &["--role", "training", "--force"],
+    ));
+    assert!(err.contains("no `nrl-k8s/owner` label; --force"), "{err}");
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "default", "rc-train")
+            .is_none()
+    );
+}

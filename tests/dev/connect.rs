@@ -226,6 +226,26 @@ fn stop_refuses_another_users_pod_without_force() {
     assert!(env.fake.get("v1", "Pod", "default", "shared-dev").is_none());
 }
 
+/// A pod of that name without the owner label (made by kubectl) is refused, naming the
+/// label, unless --force (issue 15 item 8).
+#[test]
+fn stop_refuses_an_unlabelled_pod_naming_the_label() {
+    let env = DevEnv::new();
+    env.fake.put(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": POD, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": IMAGE}]},
+    }));
+    let r = run(env.nrl().args(["dev", "stop"]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("has no `nrl-k8s/owner` label"), "{r:?}");
+    assert!(env.pod().is_some(), "not deleted");
+    let r = run(env.nrl().args(["dev", "stop", "--force"]));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(env.pod().is_none());
+}
+
 #[test]
 fn namespace_flag_and_infra_file_choose_where() {
     let env = DevEnv::new();

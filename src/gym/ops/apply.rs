@@ -8,8 +8,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value as Json, json};
 
+use crate::config::node::Node;
 use crate::diag::{Diag, Result};
 use crate::k8s::{ApplyOptions, K8s};
+use crate::launch::cluster::stamp_owner;
 
 use crate::gym::plan::RunPlan;
 
@@ -58,15 +60,24 @@ async fn apply_one(
     }
 }
 
-/// Apply the run's Secret and Jobs; `on_applied` sees each Job's outcome as it comes.
-/// Fails only when the Secret cannot be applied (no Job is created then).
+/// `obj` labelled `nrl-k8s/owner: <owner>` (unless set or not a valid label value).
+fn owned_by(obj: &Node, owner: &str) -> Json {
+    let mut o = obj.clone();
+    stamp_owner(&mut o, owner);
+    o.to_json()
+}
+
+/// Apply the run's Secret and Jobs, labelled as `owner`'s; `on_applied` sees each Job's
+/// outcome as it comes. Fails only when the Secret cannot be applied (no Job is created
+/// then).
 pub async fn apply_run(
     k8s: &K8s,
     plan: &RunPlan,
     settings: &ApplySettings,
+    owner: &str,
     mut on_applied: impl FnMut(&Applied),
 ) -> Result<Vec<Applied>> {
-    let secret = plan.secret.as_ref().map(|s| s.to_json());
+    let secret = plan.secret.as_ref().map(|s| owned_by(s, owner));
     if let Some(s) = &secret {
         apply_one(k8s, s, "the run's Secret", settings.timeout)
             .await
@@ -78,7 +89,7 @@ pub async fn apply_run(
     let mut out: Vec<Option<Applied>> = vec![None; plan.jobs.len()];
     let mut results = futures::stream::iter(plan.jobs.iter().enumerate())
         .map(|(i, job)| async move {
-            let obj = job.manifest.to_json();
+            let obj = owned_by(&job.manifest, owner);
             let r = apply_one(k8s, &obj, &format!("Job {}", job.name), settings.timeout).await;
             let applied = match r {
                 Ok(live) => Applied {

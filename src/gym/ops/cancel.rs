@@ -12,6 +12,8 @@ use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
 use crate::k8s::objects::Propagation;
 use crate::k8s::watch::LabelledEvent;
+use crate::launch::Progress;
+use crate::launch::cluster::check_owner;
 
 use crate::gym::names::{benchmark_selector, run_selector, secret_name};
 
@@ -30,32 +32,49 @@ fn name(o: &Json) -> String {
         .to_string()
 }
 
+/// Who cancels: the owner check of every Job and the Secret (`nrl-k8s/owner` must be
+/// `me`, unless `force`) runs before anything is deleted.
+pub struct Canceller<'a> {
+    pub me: &'a str,
+    pub force: bool,
+    pub progress: &'a Progress,
+}
+
 pub async fn cancel_run(
     k8s: &K8s,
     ns: &str,
     run_id: &str,
     benchmark: Option<&str>,
     wait: Option<Duration>,
+    by: &Canceller<'_>,
 ) -> Result<Cancelled> {
     let jobs_ar = super::jobs()?;
     let selector = match benchmark {
         Some(b) => benchmark_selector(run_id, b),
         None => run_selector(run_id),
     };
-    let jobs: Vec<String> = k8s
-        .list(&jobs_ar, ns, Some(&selector))
-        .await?
-        .iter()
-        .map(name)
-        .collect();
+    let live_jobs = k8s.list(&jobs_ar, ns, Some(&selector)).await?;
     // The Secret is owned by the Jobs, so the garbage collector may remove it first.
-    let secret = match benchmark {
+    let live_secret = match benchmark {
         None => {
-            let name = secret_name(run_id);
-            k8s.get(&super::secrets()?, ns, &name).await?.map(|_| name)
+            k8s.get(&super::secrets()?, ns, &secret_name(run_id))
+                .await?
         }
         Some(_) => None,
     };
+    for job in &live_jobs {
+        // List items carry no `kind`; the check names it.
+        let mut j = job.clone();
+        if let Some(o) = j.as_object_mut() {
+            o.entry("kind").or_insert_with(|| Json::from("Job"));
+        }
+        check_owner(&j, by.me, by.force, by.progress)?;
+    }
+    if let Some(s) = &live_secret {
+        check_owner(s, by.me, by.force, by.progress)?;
+    }
+    let jobs: Vec<String> = live_jobs.iter().map(name).collect();
+    let secret = live_secret.as_ref().map(name);
     let deletions = futures::stream::iter(jobs.iter())
         .map(|j| k8s.delete_with(&jobs_ar, ns, j, Propagation::Foreground))
         .buffer_unordered(16)

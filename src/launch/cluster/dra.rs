@@ -15,12 +15,23 @@ use crate::render::dra::{DraKind, dra_object};
 use crate::render::raycluster::dra_needed;
 
 use super::super::progress::Progress;
+use super::owner::stamp_owner;
 
-/// The DRA manifests a role's workers claim, in discovery order.
-pub fn dra_objects(infra: &InfraConfig, cluster: &ClusterSpec, role: Role) -> Vec<Json> {
+/// The DRA manifests a role's workers claim, in discovery order, labelled
+/// `nrl-k8s/owner: <owner>` (unless `owner` is not a valid label value, e.g. empty).
+pub fn dra_objects(
+    infra: &InfraConfig,
+    cluster: &ClusterSpec,
+    role: Role,
+    owner: &str,
+) -> Vec<Json> {
     dra_needed(cluster, role)
         .into_iter()
-        .map(|(kind, name)| dra_object(kind, &name, &infra.namespace).to_json())
+        .map(|(kind, name)| {
+            let mut obj = dra_object(kind, &name, &infra.namespace);
+            stamp_owner(&mut obj, owner);
+            obj.to_json()
+        })
         .collect()
 }
 
@@ -69,9 +80,10 @@ pub async fn ensure_dra(
     cluster: &ClusterSpec,
     role: Role,
     owner: Option<&Json>,
+    user: &str,
     progress: &Progress,
 ) -> Result<Vec<Json>> {
-    let objects = dra_objects(infra, cluster, role);
+    let objects = dra_objects(infra, cluster, role, user);
     for obj in &objects {
         progress.line(format!("[{}] ensuring {}", role.as_str(), describe(obj)));
         k8s.apply(&with_owner(obj, owner), ApplyOptions::default())
@@ -99,7 +111,7 @@ pub async fn delete_dra(
     wait: Option<Duration>,
     progress: &Progress,
 ) -> Result<()> {
-    for obj in dra_objects(infra, cluster, role).iter().rev() {
+    for obj in dra_objects(infra, cluster, role, "").iter().rev() {
         let kind = obj.get("kind").and_then(Json::as_str).unwrap_or_default();
         let name = obj
             .pointer("/metadata/name")

@@ -211,7 +211,16 @@ pub async fn ensure_cluster(
         step.finish(format!("[{tag}] RayCluster {name} deleted"));
         live = None;
     }
-    let dra = ensure_dra(k8s, &cfg.infra, cluster, role, live.as_ref(), progress).await?;
+    let dra = ensure_dra(
+        k8s,
+        &cfg.infra,
+        cluster,
+        role,
+        live.as_ref(),
+        &username(&*cfg.env),
+        progress,
+    )
+    .await?;
     let action = match (&live, opts.on_drift) {
         (None, _) if changed.is_empty() => {
             progress.line(format!(

@@ -19,12 +19,14 @@ pub fn owner_of(obj: &Json) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-/// Refuse to touch `live` when another user owns it, unless `force` (then say so).
+/// The one owner check of every command that changes or deletes an object nrl made
+/// (`cluster up|down`, `run --replace` in both modes, `job stop`, `gym cancel`, `dev stop`,
+/// DRA objects): refuse `live` when another user owns it, or when it has no
+/// `nrl-k8s/owner` label at all (made by kubectl or another tool), unless `force` (then
+/// say so).
 pub fn check_owner(live: &Json, me: &str, force: bool, progress: &Progress) -> Result<()> {
-    let Some(owner) = owner_of(live) else {
-        return Ok(());
-    };
-    if owner == me {
+    let owner = owner_of(live);
+    if owner == Some(me) {
         return Ok(());
     }
     let kind = live.get("kind").and_then(Json::as_str).unwrap_or("object");
@@ -36,6 +38,26 @@ pub fn check_owner(live: &Json, me: &str, force: bool, progress: &Progress) -> R
         .pointer("/metadata/namespace")
         .and_then(Json::as_str)
         .unwrap_or("?");
+    let Some(owner) = owner else {
+        if force {
+            progress.line(format!(
+                "warning: {kind} {name} in namespace `{ns}` has no `{OWNER_LABEL}` label; --force: acting anyway"
+            ));
+            return Ok(());
+        }
+        return Err(Diag::new(
+            "nrl::cluster::owner",
+            format!(
+                "{kind} {name} in namespace `{ns}` has no `{OWNER_LABEL}` label, so nrl cannot \
+                 tell whose it is (made by kubectl or another tool?)"
+            ),
+        )
+        .help(format!(
+            "pass --force to act on it anyway, or label it \
+             (`kubectl label {} {name} -n {ns} {OWNER_LABEL}={me}`)",
+            kind.to_ascii_lowercase()
+        )));
+    };
     if force {
         progress.line(format!(
             "warning: {kind} {name} in namespace `{ns}` is owned by '{owner}'; --force: acting anyway"
@@ -100,7 +122,21 @@ mod tests {
         check_owner(&live, "bob", false, &p).unwrap();
         check_owner(&live, "alice", true, &p).unwrap();
         assert_eq!(p.lines().len(), 1);
-        check_owner(&json!({"metadata": {}}), "alice", false, &p).unwrap();
+    }
+
+    #[test]
+    fn an_unlabelled_object_is_refused_naming_the_label_unless_forced() {
+        let live = json!({"kind": "RayJob", "metadata": {"name": "rj", "namespace": "ns"}});
+        let p = Progress::capture();
+        let err = check_owner(&live, "alice", false, &p).unwrap_err();
+        assert_eq!(
+            err.message,
+            "RayJob rj in namespace `ns` has no `nrl-k8s/owner` label, so nrl cannot tell \
+             whose it is (made by kubectl or another tool?)"
+        );
+        assert!(err.help.as_deref().unwrap().contains("--force"));
+        check_owner(&live, "alice", true, &p).unwrap();
+        assert!(p.lines()[0].contains("no `nrl-k8s/owner` label"));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use crate::config::env::username;
 use crate::config::layers::LoadedConfig;
 use crate::config::node::Node;
 use crate::diag::Result;
-use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
+use crate::k8s::{K8s, ObjectRef};
 use crate::render::deployment;
 use crate::render::targets::{Target, up_manifests};
 
@@ -61,7 +61,7 @@ pub fn up_objects(cfg: &LoadedConfig, targets: &[Target], owner: &str) -> Result
             && let Some(c) = cfg.infra.kuberay.get(*role)
         {
             out.extend(
-                dra_objects(&cfg.infra, c, *role)
+                dra_objects(&cfg.infra, c, *role, owner)
                     .iter()
                     .map(Node::from_json),
             );
@@ -172,6 +172,17 @@ pub async fn cluster_down(
         };
         if let Some(l) = &live {
             check_owner(l, &me, opts.force, progress)?;
+        }
+        // The DRA objects are deleted too: the same check.
+        if let Target::Role(role) = t
+            && let Some(c) = cfg.infra.kuberay.get(*role)
+        {
+            for obj in dra_objects(&cfg.infra, c, *role, &me) {
+                let r = ObjectRef::of(&obj, ns)?;
+                if let Some(l) = k8s.get(&r.resource, &r.namespace, &r.name).await? {
+                    check_owner(&l, &me, opts.force, progress)?;
+                }
+            }
         }
     }
     let wait = opts.wait.then_some(opts.timeout);

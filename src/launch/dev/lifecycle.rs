@@ -228,7 +228,17 @@ fn check_owner(pod: &Json, dev: &DevPod, action: &str) -> Result<()> {
             ),
         )
         .help("check NRL_USER and `dev.podName`; `nrl dev stop --force` deletes it anyway")),
-        _ => Ok(()),
+        Some(_) => Ok(()),
+        // Not made by nrl (kubectl, another tool): whose it is cannot be told.
+        None => Err(Diag::new(
+            "nrl::dev::not_owner",
+            format!(
+                "pod {} has no `{}` label, so nrl cannot tell whose it is (made by kubectl or \
+                 another tool?); refusing to {action} it",
+                dev.name, dev.owner_label
+            ),
+        )
+        .help("check `dev.podName`; `nrl dev stop --force` deletes it anyway")),
     }
 }
 

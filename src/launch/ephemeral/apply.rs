@@ -10,6 +10,7 @@ use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{rayjob_terminal_state, str_at};
 use crate::k8s::{ApplyOptions, K8s, ObjectRef};
+use crate::launch::cluster::check_owner;
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::output::Output;
 use crate::launch::owned::{
@@ -36,6 +37,7 @@ pub async fn preflight(
     k8s: &K8s,
     plan: &RayJobPlan,
     replace: bool,
+    force: bool,
     progress: &mut dyn Output,
 ) -> Result<()> {
     let (ns, name) = (plan.namespace.as_str(), plan.name.as_str());
@@ -73,6 +75,7 @@ pub async fn preflight(
             )
             .help(help));
         }
+        check_owner(&old, &plan.owner, force, progress.progress())?;
         progress.status(&format!(
             "[rayjob] --replace: deleting RayJob {name}{old_run} (deployment={deployment} job={job}) and its RayCluster"
         ));
@@ -133,6 +136,7 @@ pub async fn preflight(
                 r.resource.plural, r.name
             )));
         }
+        check_owner(&live, &plan.owner, force, progress.progress())?;
     }
     Ok(())
 }

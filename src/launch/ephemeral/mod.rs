@@ -62,6 +62,8 @@ pub struct RayJobRunOptions {
     pub timeout: Duration,
     /// Delete an earlier RayJob of the same name first.
     pub replace: bool,
+    /// With `replace`: delete it even when it is another user's or has no owner label.
+    pub force: bool,
     /// Upload paths are relative to this directory (codeSource upload).
     pub repo_root: PathBuf,
     /// Copy the driver log here (the run directory's `driver.log`).
@@ -83,6 +85,7 @@ impl RayJobRunOptions {
             wait: true,
             timeout: Duration::from_secs(86400),
             replace: false,
+            force: false,
             repo_root: PathBuf::from("."),
             log_copy: None,
             extra_labels: IndexMap::new(),
@@ -201,7 +204,7 @@ pub async fn start(
     progress.status(&format!("[rayjob] {}", k8s.banner()));
     // Nothing is created yet: Ctrl-C (e.g. while --replace waits) just stops.
     tokio::select! {
-        r = preflight(k8s, plan, opts.replace, &mut *progress) => r?,
+        r = preflight(k8s, plan, opts.replace, opts.force, &mut *progress) => r?,
         _ = cancel.cancelled() => {
             return Ok(Start::Ended(outcome(plan, RunEnd::Cancelled, None, LogScan::new())));
         }

@@ -5,11 +5,13 @@
 use serde_json::Value as Json;
 
 use super::RayJobRunOptions;
+use crate::config::env::username;
 use crate::config::layers::LoadedConfig;
 use crate::config::node::Node;
 use crate::config::schema::Role;
 use crate::diag::{Diag, Result};
 use crate::launch::check::validate_manifests;
+use crate::launch::cluster::stamp_owner;
 use crate::launch::rayjob::{
     rayjob_manifest, require_entrypoint, require_training, submission_mode,
 };
@@ -39,6 +41,8 @@ pub struct RayJobPlan {
     pub run_id: String,
     pub name: String,
     pub namespace: String,
+    /// The `nrl-k8s/owner` of the objects (the normalised user name).
+    pub owner: String,
     pub manifest: Json,
     /// ComputeDomain / ResourceClaimTemplate objects the cluster's pods claim.
     pub dra: Vec<Json>,
@@ -87,10 +91,16 @@ pub fn manifests(
         job_id: (mode == SubmissionMode::Http).then(|| opts.run_id.clone()),
         ..RayJobOptions::default()
     };
-    let manifest = rayjob_manifest(cfg, &opts.run_id, &rj_opts)?;
+    let owner = username(&*cfg.env);
+    let mut manifest = rayjob_manifest(cfg, &opts.run_id, &rj_opts)?;
+    stamp_owner(&mut manifest, &owner);
     let dra: Vec<Node> = dra_needed(cluster, Role::Training)
         .into_iter()
-        .map(|(kind, name)| dra_object(kind, &name, &cfg.infra.namespace))
+        .map(|(kind, name)| {
+            let mut obj = dra_object(kind, &name, &cfg.infra.namespace);
+            stamp_owner(&mut obj, &owner);
+            obj
+        })
         .collect();
     if validate {
         let mut all = vec![manifest.clone()];
@@ -126,6 +136,7 @@ pub fn plan(cfg: &LoadedConfig, opts: &RayJobRunOptions) -> Result<RayJobPlan> {
         run_id: opts.run_id.clone(),
         name,
         namespace: cfg.infra.namespace.clone(),
+        owner: username(&*cfg.env),
         manifest,
         dra: dra.iter().map(Node::to_json).collect(),
         mode,

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::config::env::username;
 use crate::config::layers::LoadedConfig;
 use crate::config::schema::CodeSource;
 use crate::config::schema::Role;
@@ -30,7 +31,9 @@ use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::launch::check::validate_manifests;
-use crate::launch::cluster::{EnsureOptions, OnDrift, ensure_cluster, ensure_deployment};
+use crate::launch::cluster::{
+    EnsureOptions, OnDrift, check_owner, ensure_cluster, ensure_deployment,
+};
 use crate::launch::daemon::{DaemonOptions, submit_daemon};
 use crate::launch::k8s_run::{base_record, followups, save_everywhere};
 use crate::launch::logscan::LogScan;
@@ -48,6 +51,8 @@ pub use training::{Followed, Training};
 #[derive(Debug, Clone, Default)]
 pub struct LongLivedOptions {
     pub replace: bool,
+    /// With `replace`: act on clusters of another user or with no owner label.
+    pub force: bool,
     pub recreate: bool,
     pub skip_daemons: bool,
     /// Budget for each cluster to become ready, and for the training to end when waiting.
@@ -155,8 +160,14 @@ pub async fn run(
         }
     }
 
-    // 3. --replace: stop first, then reset the registry.
+    // 3. --replace: the owner check for every cluster, then stop, then reset the registry.
     if opts.replace {
+        let (rcs, me) = (by_kind("RayCluster")?, username(&*cfg.env));
+        for (_, name) in rendered {
+            if let Some(live) = k8s.get(&rcs, &ns, name).await? {
+                check_owner(&live, &me, opts.force, progress.progress())?;
+            }
+        }
         for (_, name) in rendered {
             replace::stop_ray_jobs(k8s, &ns, name, progress).await?;
         }
@@ -187,7 +198,7 @@ pub async fn run(
         },
         wait: true,
         timeout: opts.timeout,
-        force: false,
+        force: opts.force,
         // A conflict only matters when applying; Warn reports it, Recreate replaces.
         force_conflicts: false,
     };
@@ -262,7 +273,7 @@ pub async fn run(
         Some(rc) => owner_ref(&rc).into_iter().collect(),
         None => Vec::new(),
     };
-    let saved = save_everywhere(k8s, ctx, &record, &owners, progress).await;
+    let saved = save_everywhere(k8s, ctx, &record, &owners, &username(&*cfg.env), progress).await;
     for line in followups(
         &ctx.run_id,
         ctx,
@@ -316,7 +327,7 @@ pub async fn run(
         };
         let code = code.unwrap_or(if *exit == Exit::Ok { 0 } else { 1 });
         record.set_status(st, Some(code), Some(status.clone()));
-        save_everywhere(k8s, ctx, &record, &owners, progress).await;
+        save_everywhere(k8s, ctx, &record, &owners, &username(&*cfg.env), progress).await;
     }
     Ok(LongLivedOutcome {
         record,

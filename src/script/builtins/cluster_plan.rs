@@ -37,7 +37,7 @@ pub fn plan_up(h: &Host, cfg: &Config, t: &Target, opts: &UpOptions) -> RhaiResu
     let handle = match t {
         Target::Role(role) => {
             let c = cluster_of(loaded, *role).map_err(fail)?;
-            let dra = dra_objects(&loaded.infra, c, *role).len();
+            let dra = dra_objects(&loaded.infra, c, *role, "").len();
             let mut details = format!("{} in namespace {ns}", t.label());
             if dra > 0 {
                 details.push_str(&format!("; {dra} DRA object(s) first"));

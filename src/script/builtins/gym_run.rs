@@ -349,12 +349,22 @@ pub(super) fn cancel_benchmarks(h: &Host, r: &GymRun, benchmark: Option<&str>) -
     }
     let k = live(r)?.clone();
     h.announce(&k, &r.namespace);
+    let (me, progress) = (
+        crate::config::env::username(h.opts.env.as_ref()),
+        h.progress(),
+    );
+    let by = crate::gym::ops::cancel::Canceller {
+        me: &me,
+        force: false,
+        progress: &progress,
+    };
     let done = h.block_on(cancel_run(
         &k,
         &r.namespace,
         &r.run_id,
         benchmark,
         Some(Duration::from_secs(120)),
+        &by,
     ))?;
     if benchmark.is_none() {
         let mut state = r.state.lock().unwrap_or_else(|e| e.into_inner());
