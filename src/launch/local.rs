@@ -26,6 +26,8 @@ pub struct LocalRun {
 #[derive(Debug, Clone)]
 pub struct LocalOutcome {
     pub ended: Ended,
+    /// Pids of the run's processes that even SIGKILL did not end (normally none).
+    pub survivors: Vec<u32>,
     pub record: RunRecord,
     pub log: PathBuf,
 }
@@ -93,8 +95,8 @@ impl LocalRun {
         if let Err(e) = save_record(&store, &self.record).await {
             tracing::warn!(%e, "cannot record the run's pid");
         }
-        let ended = match child.stream_until_exit(out, err, interrupts).await {
-            Ok(ended) => ended,
+        let (ended, survivors) = match child.run_to_end(out, err, interrupts).await {
+            Ok(f) => (f.ended, f.survivors),
             Err(e) => {
                 let message = Some(e.message.clone());
                 finish_record(&store, &mut self.record, RunStatus::Failed, None, message).await;
@@ -117,6 +119,7 @@ impl LocalRun {
         .await;
         Ok(LocalOutcome {
             ended,
+            survivors,
             record: self.record,
             log: self.command.log,
         })
@@ -124,6 +127,21 @@ impl LocalRun {
 }
 
 impl LocalOutcome {
+    /// What became of the run's processes, for the interrupt message.
+    pub fn processes_note(&self) -> String {
+        match self.survivors.as_slice() {
+            [] => "its processes were ended".into(),
+            pids => format!(
+                "{} of its processes could not be ended: pid {}",
+                pids.len(),
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
     /// The command's result: 0 on success, 130 when interrupted, else a failure (exit 1)
     /// naming the exit code and the log.
     pub fn into_exit(self) -> Result<Exit> {
