@@ -524,3 +524,115 @@ fn ctrl_c_ends_a_grandchild_that_escaped_into_a_new_session_and_ignores_sigterm(
     }
     assert_eq!(record(home.path(), "escape-1")["status"], "stopped");
 }
+
+/// Kills the process group `pgid` when dropped.
+struct KillGroupOnDrop(u32);
+
+impl Drop for KillGroupOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = i32::try_from(self.0)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[test]
+fn a_run_whose_nrl_was_sigkilled_is_lost_and_job_stop_ends_its_entrypoint() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let script = "echo started\necho \"fg=$$\"\nsleep 300\n";
+    let mut child = spawn_local(home.path(), project.path(), "lost-1", script);
+    let nrl_pid = child.id();
+    let nrl_guard = KillOnDrop(nrl_pid);
+    let fg = read_pids(&mut child, &["fg"])[0];
+    let _group = KillGroupOnDrop(fg);
+    assert_eq!(record(home.path(), "lost-1")["status"], "running");
+    let pid = rustix::process::Pid::from_raw(nrl_pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+    drop(nrl_guard);
+    // The record on disk still says running; every reader now says lost.
+    assert_eq!(record(home.path(), "lost-1")["status"], "running");
+
+    let out = nrl(home.path())
+        .args(["job", "logs", "lost-1"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("started"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "run lost-1 is lost: nrl (pid {nrl_pid}) ended without recording how the run \
+             ended; its entrypoint (pid {fg}) is still running"
+        )),
+        "{stderr}"
+    );
+    let rec = record(home.path(), "lost-1");
+    assert_eq!(rec["status"], "lost");
+    assert_eq!(rec["supervisor"]["pid"], nrl_pid);
+    assert!(rec["local"]["start_time"].as_u64().is_some(), "{rec}");
+
+    let out = nrl(home.path())
+        .args(["job", "stop", "lost-1"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stopped run lost-1: ended its entrypoint's process group ({fg})"
+        )),
+        "{stderr}"
+    );
+    assert!(gone(fg), "the entrypoint {fg} is still running");
+    assert_eq!(record(home.path(), "lost-1")["status"], "stopped");
+
+    // Nothing left to stop: the record says what became of the run.
+    let out = nrl(home.path())
+        .args(["job", "stop", "lost-1"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("run lost-1 had already ended: local run lost-1 is stopped"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn job_stop_of_a_running_local_run_stops_it_through_its_nrl() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let mut child = spawn_local(
+        home.path(),
+        project.path(),
+        "live-1",
+        "echo \"fg=$$\"\nsleep 300\n",
+    );
+    let nrl_guard = KillOnDrop(child.id());
+    let fg = read_pids(&mut child, &["fg"])[0];
+    let _group = KillGroupOnDrop(fg);
+    let out = nrl(home.path())
+        .args(["job", "stop", "live-1"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stopped run live-1: ended its nrl (pid {})",
+            child.id()
+        )),
+        "{stderr}"
+    );
+    // nrl took the stop as an interrupt: it ended the run and recorded it.
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    drop(nrl_guard);
+    assert!(gone(fg), "the entrypoint {fg} is still running");
+    assert_eq!(record(home.path(), "live-1")["status"], "stopped");
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use tokio::io::AsyncWrite;
 
 use super::process::{Ended, Interrupts, LocalCommand, STOP_GRACE, find_shell};
+use super::reaper::ProcessId;
 use super::records::{LocalProcess, RunKind, RunRecord, RunStatus};
 use super::run::{DRIVER_LOG, RunContext, finish_record, save_record};
 use super::stage::{StagedRun, stage};
@@ -56,7 +57,9 @@ pub fn prepare(cfg: &LoadedConfig, ctx: RunContext) -> Result<LocalRun> {
         log: run_dir.join(DRIVER_LOG),
         stop_grace: STOP_GRACE,
     };
-    let record = ctx.new_record(cfg, RunKind::Local);
+    let mut record = ctx.new_record(cfg, RunKind::Local);
+    // Readers tell a run whose nrl was killed (SIGKILL) by this process being gone.
+    record.supervisor = ProcessId::this();
     ctx.store.save(&record)?;
     Ok(LocalRun {
         ctx,
@@ -91,7 +94,10 @@ impl LocalRun {
                 return Err(e);
             }
         };
-        self.record.local = Some(LocalProcess { pid: child.pid() });
+        self.record.local = Some(LocalProcess {
+            pid: child.pid(),
+            start_time: ProcessId::of(child.pid()).map(|p| p.start_time),
+        });
         if let Err(e) = save_record(&store, &self.record).await {
             tracing::warn!(%e, "cannot record the run's pid");
         }
