@@ -3,10 +3,15 @@
 //! into a new session reparents to nrl instead of init and stays findable. At the end of
 //! the run every such descendant is ended (SIGTERM, a grace period, SIGKILL) and reaped.
 //!
-//! A descendant belongs to a run when it carries the run's tag in its environment
-//! ([`TAG_VAR`], inherited through fork and exec), or descends from the entrypoint, or is
-//! in the entrypoint's process group. Other descendants of nrl (another run's, or those
-//! of tests running side by side in one process) are left alone.
+//! A process belongs to a run when it carries the run's tag in its environment
+//! ([`TAG_VAR`], inherited through fork and exec; found anywhere in `/proc`, so also
+//! without the subreaper), or descends from the entrypoint, or is a descendant of nrl in
+//! the entrypoint's process group. Other processes (another run's, or those of tests
+//! running side by side in one process) are left alone.
+//!
+//! Only the `nrl` binary becomes a subreaper ([`allow_subreaper`]): in a library user or
+//! a test harness, orphans of unrelated code would reparent to the process and stay
+//! zombies, since only the run's own processes are reaped here.
 //!
 //! Also the process identity of records: a pid with its start time (`/proc/<pid>/stat`
 //! field 22, clock ticks since boot), since a pid alone can be reused.
@@ -134,11 +139,20 @@ pub struct Subreaper {
 }
 
 static SUBREAPER_USERS: Mutex<usize> = Mutex::new(0);
+static SUBREAPER_ALLOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Let local runs make this process a child subreaper (the `nrl` binary calls this).
+pub fn allow_subreaper() {
+    SUBREAPER_ALLOWED.store(true, Ordering::Relaxed);
+}
 
 impl Subreaper {
     /// Make this process a child subreaper. Where that is not possible (not Linux) the
     /// run still works; escaped processes then reparent to init, out of nrl's reach.
     pub fn enable() -> Subreaper {
+        if !SUBREAPER_ALLOWED.load(Ordering::Relaxed) {
+            return Subreaper { active: false };
+        }
         let mut users = SUBREAPER_USERS.lock().unwrap_or_else(|e| e.into_inner());
         if *users == 0 && !set_subreaper(true) {
             tracing::debug!("cannot become a child subreaper");
@@ -205,16 +219,19 @@ impl RunProcesses {
         let procs = all_processes();
         let me = std::process::id();
         let mut theirs: HashSet<u32> = descendants_in(&procs, self.leader).into_iter().collect();
-        for pid in descendants_in(&procs, me) {
-            let Some(s) = procs.get(&pid) else { continue };
-            if pid == self.leader {
+        let mine: HashSet<u32> = descendants_in(&procs, me).into_iter().collect();
+        for (&pid, s) in &procs {
+            if pid == self.leader || pid == me {
                 continue;
             }
             let id = ProcessId {
                 pid,
                 start_time: s.start_time,
             };
-            if s.pgrp == self.leader || self.claimed.contains(&id) || has_tag(pid, &self.tag) {
+            if (mine.contains(&pid) && s.pgrp == self.leader)
+                || self.claimed.contains(&id)
+                || has_tag(pid, &self.tag)
+            {
                 theirs.insert(pid);
             }
         }
