@@ -8,6 +8,9 @@ use clap::Parser;
 fn main() {
     // One TLS crypto library (ring) for kube and reqwest; must precede any client.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // nrl's own process: local runs may make it a child subreaper (not in a test harness,
+    // where unrelated tests' orphans would become its zombies).
+    nrl::launch::reaper::allow_subreaper();
     let cli = nrl::cli::Cli::parse();
     let code = match nrl::cli::run(cli) {
         Ok(exit) => exit.code(),

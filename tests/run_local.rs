@@ -427,3 +427,212 @@ fn a_failing_ray_run_exits_1() {
     assert_eq!(rec["status"], "failed");
     assert_eq!(rec["exit_code"], 3);
 }
+
+/// Kills `pid` when dropped: a failing test leaves nothing behind.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = i32::try_from(self.0)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// Starts `nrl run --local` on a one-file project whose entrypoint is `script`.
+fn spawn_local(home: &Path, project: &Path, id: &str, script: &str) -> std::process::Child {
+    std::fs::write(project.join("recipe.yaml"), "steps: 1\n").unwrap();
+    let indented: String = script.lines().map(|l| format!("    {l}\n")).collect();
+    std::fs::write(
+        project.join("infra.yaml"),
+        format!(
+            "namespace: ns\nimage: img\nlaunch:\n  rayUploadPaths: [recipe.yaml]\n  entrypoint: |\n{indented}"
+        ),
+    )
+    .unwrap();
+    std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NRL_USER", "tester")
+        .args(["run", "recipe.yaml", "--infra", "infra.yaml", "--local"])
+        .args(["--run-id", id])
+        .current_dir(project)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Reads `key=<pid>` lines from the entrypoint's output until all `keys` were seen.
+fn read_pids(child: &mut std::process::Child, keys: &[&str]) -> Vec<u32> {
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut pids = vec![0; keys.len()];
+    while pids.contains(&0) {
+        let line = lines
+            .next()
+            .expect("the entrypoint printed its pids")
+            .unwrap();
+        if let Some((key, pid)) = line.split_once('=')
+            && let Some(i) = keys.iter().position(|k| *k == key)
+        {
+            pids[i] = pid.parse().unwrap();
+        }
+    }
+    pids
+}
+
+#[test]
+fn ctrl_c_ends_a_grandchild_that_escaped_into_a_new_session_and_ignores_sigterm() {
+    assert!(
+        Path::new("/usr/bin/setsid").exists() || Path::new("/bin/setsid").exists(),
+        "the test needs setsid (util-linux)"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // The subshell exits at once (double fork), the grandchild leads a new session and
+    // ignores SIGTERM, SIGINT and SIGHUP: neither the group kill nor a TERM ends it.
+    let script = "(setsid sh -c 'trap \"\" TERM INT HUP; echo $$ > esc.tmp; mv esc.tmp esc.pid; exec sleep 300' &)\n\
+                  while [ ! -s esc.pid ]; do sleep 0.05; done\n\
+                  echo \"esc=$(cat esc.pid)\"\n\
+                  echo \"fg=$$\"\n\
+                  sleep 300\n";
+    let mut child = spawn_local(home.path(), project.path(), "escape-1", script);
+    let nrl_guard = KillOnDrop(child.id());
+    let pids = read_pids(&mut child, &["esc", "fg"]);
+    let _guards: Vec<KillOnDrop> = pids.iter().map(|&p| KillOnDrop(p)).collect();
+    let nrl_pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(nrl_pid, rustix::process::Signal::INT).unwrap();
+    let status = child.wait().unwrap();
+    drop(nrl_guard);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: run escape-1 stopped (its processes were ended)"),
+        "{stderr}"
+    );
+    // nrl's message is true when it exits: ended and reaped, not even a zombie is left.
+    for pid in pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} outlived nrl"
+        );
+    }
+    assert_eq!(record(home.path(), "escape-1")["status"], "stopped");
+}
+
+/// Kills the process group `pgid` when dropped.
+struct KillGroupOnDrop(u32);
+
+impl Drop for KillGroupOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = i32::try_from(self.0)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[test]
+fn a_run_whose_nrl_was_sigkilled_is_lost_and_job_stop_ends_its_entrypoint() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let script = "echo started\necho \"fg=$$\"\nsleep 300\n";
+    let mut child = spawn_local(home.path(), project.path(), "lost-1", script);
+    let nrl_pid = child.id();
+    let nrl_guard = KillOnDrop(nrl_pid);
+    let fg = read_pids(&mut child, &["fg"])[0];
+    let _group = KillGroupOnDrop(fg);
+    assert_eq!(record(home.path(), "lost-1")["status"], "running");
+    let pid = rustix::process::Pid::from_raw(nrl_pid as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+    drop(nrl_guard);
+    // The record on disk still says running; every reader now says lost.
+    assert_eq!(record(home.path(), "lost-1")["status"], "running");
+
+    let out = nrl(home.path())
+        .args(["job", "logs", "lost-1"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("started"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "run lost-1 is lost: nrl (pid {nrl_pid}) ended without recording how the run \
+             ended; its entrypoint (pid {fg}) is still running"
+        )),
+        "{stderr}"
+    );
+    let rec = record(home.path(), "lost-1");
+    assert_eq!(rec["status"], "lost");
+    assert_eq!(rec["supervisor"]["pid"], nrl_pid);
+    assert!(rec["local"]["start_time"].as_u64().is_some(), "{rec}");
+
+    let out = nrl(home.path())
+        .args(["job", "stop", "lost-1"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stopped run lost-1: ended its entrypoint's process group ({fg})"
+        )),
+        "{stderr}"
+    );
+    assert!(gone(fg), "the entrypoint {fg} is still running");
+    assert_eq!(record(home.path(), "lost-1")["status"], "stopped");
+
+    // Nothing left to stop: the record says what became of the run.
+    let out = nrl(home.path())
+        .args(["job", "stop", "lost-1"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("run lost-1 had already ended: local run lost-1 is stopped"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn job_stop_of_a_running_local_run_stops_it_through_its_nrl() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let mut child = spawn_local(
+        home.path(),
+        project.path(),
+        "live-1",
+        "echo \"fg=$$\"\nsleep 300\n",
+    );
+    let nrl_guard = KillOnDrop(child.id());
+    let fg = read_pids(&mut child, &["fg"])[0];
+    let _group = KillGroupOnDrop(fg);
+    let out = nrl(home.path())
+        .args(["job", "stop", "live-1"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "stopped run live-1: ended its nrl (pid {})",
+            child.id()
+        )),
+        "{stderr}"
+    );
+    // nrl took the stop as an interrupt: it ended the run and recorded it.
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    drop(nrl_guard);
+    assert!(gone(fg), "the entrypoint {fg} is still running");
+    assert_eq!(record(home.path(), "live-1")["status"], "stopped");
+}

@@ -86,10 +86,18 @@ pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit
     }
     let text = log_text(k8s.as_ref(), &record).await?;
     let mut out = std::io::stdout();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+    let written = match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Diag::from(e)),
         _ => Ok(Exit::Ok),
+    };
+    if record.status == RunStatus::Lost {
+        let why = record
+            .message
+            .as_deref()
+            .unwrap_or("its nrl process is gone");
+        eprintln!("run {id} is lost: {why}");
     }
+    written
 }
 
 /// `nrl job stop RUN_ID [--force]`

@@ -221,7 +221,10 @@ fn run_local(cfg: &crate::config::layers::LoadedConfig, ctx: RunContext) -> Resu
         match outcome.ended {
             crate::launch::process::Ended::Exited(0) => eprintln!("run {id} succeeded"),
             crate::launch::process::Ended::Interrupted(_) => {
-                eprintln!("\ninterrupted: run {id} stopped (its processes were ended)")
+                eprintln!(
+                    "\ninterrupted: run {id} stopped ({})",
+                    outcome.processes_note()
+                )
             }
             _ => {}
         }

@@ -14,7 +14,7 @@ use super::dashboard::dashboard_session;
 use super::follow::{TaskGuard, follow_into};
 use super::output::Output;
 use super::progress::Progress;
-use super::records::{RunKind, RunRecord};
+use super::records::{RunKind, RunRecord, RunStatus};
 use super::run::DRIVER_LOG;
 use super::submit::exec::{self, ExecRun, ExecState};
 use crate::diag::{Diag, Exit, Result};
@@ -140,6 +140,10 @@ async fn target(k8s: Option<&K8s>, record: &RunRecord) -> Result<Target> {
                 ),
             )),
         },
+        RunKind::Local => Ok(Target::Gone {
+            why: local_state(record),
+            exit: exit_of_record(record),
+        }),
         other => Ok(Target::Gone {
             why: format!("a {} run has nothing to attach to", other.as_str()),
             exit: exit_of_record(record),
@@ -147,9 +151,73 @@ async fn target(k8s: Option<&K8s>, record: &RunRecord) -> Result<Target> {
     }
 }
 
+/// Where a local run stands, from its record (which readers mark `lost` when its nrl is
+/// gone).
+fn local_state(record: &RunRecord) -> String {
+    match (record.status, &record.supervisor) {
+        (RunStatus::Running, Some(s)) => format!(
+            "local run {} is running; the nrl that started it (pid {}) streams it",
+            record.id, s.pid
+        ),
+        (status, _) => match &record.message {
+            Some(m) => format!("local run {} is {}: {m}", record.id, status.as_str()),
+            None => format!("local run {} is {}", record.id, status.as_str()),
+        },
+    }
+}
+
+/// Stop a local run: a live nrl gets SIGTERM (it stops the run as on Ctrl-C and records
+/// it); the entrypoint of a lost run gets SIGTERM (SIGKILL with `force`) to its group.
+async fn stop_local(record: &RunRecord, force: bool) -> Result<Stopped> {
+    use super::reaper::ProcessId;
+    let supervisor = record.supervisor.filter(|s| s.is_alive());
+    let (target, group, what) = match (record.status, supervisor, &record.local) {
+        (RunStatus::Running, Some(s), _) => (s, false, format!("its nrl (pid {})", s.pid)),
+        (RunStatus::Running | RunStatus::Lost, None, Some(l)) if l.is_alive() == Some(true) => (
+            ProcessId {
+                pid: l.pid,
+                start_time: l.start_time.unwrap_or_default(),
+            },
+            true,
+            format!("its entrypoint's process group ({})", l.pid),
+        ),
+        _ => return Ok(Stopped::AlreadyEnded(local_state(record))),
+    };
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+        let sig = if force { Signal::KILL } else { Signal::TERM };
+        if let Some(pid) = i32::try_from(target.pid).ok().and_then(Pid::from_raw) {
+            let _ = if group {
+                kill_process_group(pid, sig)
+            } else {
+                kill_process(pid, sig)
+            };
+        }
+    }
+    let deadline = tokio::time::Instant::now() + STOP_WAIT;
+    let mut pause = Duration::from_millis(20);
+    while target.is_alive() {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Diag::new(
+                "nrl::run::stop_timeout",
+                format!(
+                    "run {} is still running {}s after the signal to {what}",
+                    record.id,
+                    STOP_WAIT.as_secs()
+                ),
+            )
+            .help(format!("force it: nrl job stop {} --force", record.id)));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+    Ok(Stopped::Stopped(format!("ended {what}")))
+}
+
 fn exit_of_record(record: &RunRecord) -> Exit {
     match record.status {
-        super::records::RunStatus::Failed | super::records::RunStatus::Stopped => Exit::Failed,
+        RunStatus::Failed | RunStatus::Stopped | RunStatus::Lost => Exit::Failed,
         _ => Exit::Ok,
     }
 }
@@ -324,7 +392,8 @@ pub async fn check_run_owner(
 
 /// Stop the run: Ray's stop (waiting until Ray says it ended), or for exec runs a signal
 /// to the run's own process group (TERM; KILL with `force`), then a wait for it to end.
-/// The owner check ([`check_run_owner`]) comes first; `force` also overrides it.
+/// The owner check ([`check_run_owner`]) comes first for cluster runs; `force` also
+/// overrides it. Local runs are this machine's own processes.
 pub async fn stop_run(
     k8s: Option<&K8s>,
     record: &RunRecord,
@@ -332,6 +401,9 @@ pub async fn stop_run(
     force: bool,
     progress: &Progress,
 ) -> Result<Stopped> {
+    if record.kind == RunKind::Local {
+        return stop_local(record, force).await;
+    }
     check_run_owner(k8s, record, me, force, progress).await?;
     match target(k8s, record).await? {
         Target::Cluster { ns, cluster, id } => {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use tokio::io::AsyncWrite;
 
 use super::process::{Ended, Interrupts, LocalCommand, STOP_GRACE, find_shell};
+use super::reaper::ProcessId;
 use super::records::{LocalProcess, RunKind, RunRecord, RunStatus};
 use super::run::{DRIVER_LOG, RunContext, finish_record, save_record};
 use super::stage::{StagedRun, stage};
@@ -26,6 +27,8 @@ pub struct LocalRun {
 #[derive(Debug, Clone)]
 pub struct LocalOutcome {
     pub ended: Ended,
+    /// Pids of the run's processes that even SIGKILL did not end (normally none).
+    pub survivors: Vec<u32>,
     pub record: RunRecord,
     pub log: PathBuf,
 }
@@ -54,7 +57,9 @@ pub fn prepare(cfg: &LoadedConfig, ctx: RunContext) -> Result<LocalRun> {
         log: run_dir.join(DRIVER_LOG),
         stop_grace: STOP_GRACE,
     };
-    let record = ctx.new_record(cfg, RunKind::Local);
+    let mut record = ctx.new_record(cfg, RunKind::Local);
+    // Readers tell a run whose nrl was killed (SIGKILL) by this process being gone.
+    record.supervisor = ProcessId::this();
     ctx.store.save(&record)?;
     Ok(LocalRun {
         ctx,
@@ -89,12 +94,15 @@ impl LocalRun {
                 return Err(e);
             }
         };
-        self.record.local = Some(LocalProcess { pid: child.pid() });
+        self.record.local = Some(LocalProcess {
+            pid: child.pid(),
+            start_time: ProcessId::of(child.pid()).map(|p| p.start_time),
+        });
         if let Err(e) = save_record(&store, &self.record).await {
             tracing::warn!(%e, "cannot record the run's pid");
         }
-        let ended = match child.stream_until_exit(out, err, interrupts).await {
-            Ok(ended) => ended,
+        let (ended, survivors) = match child.run_to_end(out, err, interrupts).await {
+            Ok(f) => (f.ended, f.survivors),
             Err(e) => {
                 let message = Some(e.message.clone());
                 finish_record(&store, &mut self.record, RunStatus::Failed, None, message).await;
@@ -117,6 +125,7 @@ impl LocalRun {
         .await;
         Ok(LocalOutcome {
             ended,
+            survivors,
             record: self.record,
             log: self.command.log,
         })
@@ -124,6 +133,21 @@ impl LocalRun {
 }
 
 impl LocalOutcome {
+    /// What became of the run's processes, for the interrupt message.
+    pub fn processes_note(&self) -> String {
+        match self.survivors.as_slice() {
+            [] => "its processes were ended".into(),
+            pids => format!(
+                "{} of its processes could not be ended: pid {}",
+                pids.len(),
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
     /// The command's result: 0 on success, 130 when interrupted, else a failure (exit 1)
     /// naming the exit code and the log.
     pub fn into_exit(self) -> Result<Exit> {

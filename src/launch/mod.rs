@@ -23,6 +23,7 @@ pub mod process;
 pub mod progress;
 pub mod ray_run;
 pub mod rayjob;
+pub mod reaper;
 pub mod records;
 pub mod run;
 pub mod runid;

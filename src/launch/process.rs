@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::reaper::{RunProcesses, Subreaper, TAG_VAR, new_tag};
 use crate::diag::{Diag, Result};
 
 /// How long the group gets to exit after the interrupt is forwarded, before SIGKILL.
@@ -152,10 +153,20 @@ fn is_executable(path: &Path) -> bool {
     }
 }
 
+/// How the entrypoint ended, and what could not be ended of what it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub ended: Ended,
+    /// Pids of the run's processes still running after SIGKILL (normally none).
+    pub survivors: Vec<u32>,
+}
+
 /// A started entrypoint.
 pub struct RunningChild {
     child: tokio::process::Child,
     group: GroupGuard,
+    procs: RunProcesses,
+    _subreaper: Subreaper,
     stdout: tokio::process::ChildStdout,
     stderr: tokio::process::ChildStderr,
     log: tokio::fs::File,
@@ -171,12 +182,16 @@ impl LocalCommand {
                 format!("cannot create {}: {e}", self.log.display()),
             )
         })?;
+        // Before the spawn: whatever the entrypoint orphans reparents to nrl from the start.
+        let subreaper = Subreaper::enable();
+        let tag = new_tag();
         let mut command = tokio::process::Command::new(&self.shell);
         command
             .arg("-c")
             .arg(&self.script)
             .current_dir(&self.cwd)
             .envs(&self.env)
+            .env(TAG_VAR, &tag)
             // A background group reading the terminal would be stopped by SIGTTIN.
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -202,6 +217,8 @@ impl LocalCommand {
         Ok(RunningChild {
             child,
             group,
+            procs: RunProcesses::new(tag, pid),
+            _subreaper: subreaper,
             stdout,
             stderr,
             log,
@@ -220,11 +237,27 @@ impl RunningChild {
     /// the group gets SIGINT, then SIGKILL after the grace period (or a second
     /// interrupt). Whatever is left of the group when the entrypoint ends is killed.
     pub async fn stream_until_exit<O, E>(
-        mut self,
+        self,
         out: &mut O,
         err: &mut E,
         interrupts: &mut Interrupts,
     ) -> Result<Ended>
+    where
+        O: AsyncWrite + Unpin + ?Sized,
+        E: AsyncWrite + Unpin + ?Sized,
+    {
+        Ok(self.run_to_end(out, err, interrupts).await?.ended)
+    }
+
+    /// [`Self::stream_until_exit`], and then every other process of the run (those that
+    /// left the group or the session too) gets SIGTERM, then SIGKILL after the grace
+    /// period, and is reaped.
+    pub async fn run_to_end<O, E>(
+        mut self,
+        out: &mut O,
+        err: &mut E,
+        interrupts: &mut Interrupts,
+    ) -> Result<Finished>
     where
         O: AsyncWrite + Unpin + ?Sized,
         E: AsyncWrite + Unpin + ?Sized,
@@ -239,8 +272,12 @@ impl RunningChild {
         let mut kill_at: Option<Instant> = None;
         let mut drain_until: Option<Instant> = None;
         let far = || Instant::now() + Duration::from_secs(86400 * 365);
+        let grace = self.stop_grace;
+        let mut procs = Some(&mut self.procs);
+        let mut sweep: Option<std::pin::Pin<Box<dyn Future<Output = Vec<u32>> + Send + '_>>> = None;
+        let mut survivors: Option<Vec<u32>> = None;
         loop {
-            if status.is_some() && !out_open && !err_open {
+            if status.is_some() && survivors.is_some() && !out_open && !err_open {
                 break;
             }
             tokio::select! {
@@ -263,8 +300,15 @@ impl RunningChild {
                         Diag::new("nrl::run::wait", format!("cannot wait for the entrypoint: {e}"))
                     })?;
                     status = Some(exit);
-                    // Leftovers of the group (background jobs) go with the entrypoint.
+                    // Leftovers of the group (background jobs) go with the entrypoint,
+                    // and so does everything else the run started.
                     self.group.signal(GroupSignal::Kill);
+                    if let Some(p) = procs.take() {
+                        sweep = Some(Box::pin(p.end_all(grace)));
+                    }
+                }
+                left = async { sweep.as_mut().map(|s| s.as_mut()).expect("a sweep").await }, if sweep.is_some() && survivors.is_none() => {
+                    survivors = Some(left);
                     drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
                 }
                 _ = interrupts.recv(), if status.is_none() => {
@@ -286,6 +330,7 @@ impl RunningChild {
                 }
             }
         }
+        drop(sweep);
         log.flush().await;
         self.group.disarm();
         let Some(status) = status else {
@@ -295,10 +340,14 @@ impl RunningChild {
             ));
         };
         let code = status_code(status);
-        Ok(match (interrupted, status.code()) {
+        let ended = match (interrupted, status.code()) {
             (true, _) => Ended::Interrupted(code),
             (false, Some(c)) => Ended::Exited(c),
             (false, None) => Ended::Signalled(code),
+        };
+        Ok(Finished {
+            ended,
+            survivors: survivors.unwrap_or_default(),
         })
     }
 }

@@ -214,3 +214,71 @@ fn shell_lookup_prefers_bash_then_sh() {
     assert_eq!(find_shell(Some(&path)), only_sh.join("sh"));
     assert_eq!(find_shell(None), PathBuf::from("/bin/sh"));
 }
+
+/// A guard that kills and reaps a process the test started itself.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Kills `pid` when dropped, in case the run under test left it behind.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = i32::try_from(self.0)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[test]
+fn a_process_that_escapes_into_a_new_session_is_ended_and_reaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // A process of nrl's own that is not part of the run: it must survive the sweep.
+    let bystander = Reaped(
+        std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap(),
+    );
+    // Double fork (the subshell exits at once) into a new session, ignoring SIGTERM.
+    let mut cmd = command(
+        dir.path(),
+        "(setsid sh -c 'trap \"\" TERM INT HUP; echo $$ > esc.tmp; mv esc.tmp esc.pid; exec sleep 300' &)\n\
+         while [ ! -s esc.pid ]; do sleep 0.05; done; echo \"esc=$(cat esc.pid)\"",
+    );
+    cmd.stop_grace = Duration::from_millis(500);
+    let (_tx, mut interrupts) = Interrupts::channel();
+    let mut out = Vec::new();
+    let finished = runtime().block_on(async {
+        let child = cmd.spawn().await.unwrap();
+        child
+            .run_to_end(&mut out, &mut Vec::new(), &mut interrupts)
+            .await
+            .unwrap()
+    });
+    let text = String::from_utf8(out).unwrap();
+    let esc: u32 = text
+        .trim()
+        .strip_prefix("esc=")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text:?}"));
+    let _guard = KillOnDrop(esc);
+    assert_eq!(finished.ended, Ended::Exited(0));
+    assert_eq!(finished.survivors, Vec::<u32>::new());
+    // Ended by the time the run is over. (A test harness is no subreaper: init reaps
+    // it. tests/run_local.rs checks that the nrl binary reaps it itself.)
+    assert!(gone(esc), "escaped process {esc} is still running");
+    assert!(
+        !gone(bystander.0.id()),
+        "the sweep ended a process not of the run"
+    );
+}

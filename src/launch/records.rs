@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::reaper::ProcessId;
 use crate::config::env::Env;
 use crate::diag::{Diag, Result};
 
@@ -65,6 +66,9 @@ pub enum RunStatus {
     Failed,
     /// Stopped by the user (Ctrl-C, `job stop`).
     Stopped,
+    /// The nrl process that kept the record is gone (killed with SIGKILL, or the machine
+    /// went down) without recording how the run ended.
+    Lost,
     /// A status written by a newer nrl.
     #[serde(other)]
     Unknown,
@@ -77,6 +81,7 @@ impl RunStatus {
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
             RunStatus::Stopped => "stopped",
+            RunStatus::Lost => "lost",
             RunStatus::Unknown => "unknown",
         }
     }
@@ -84,7 +89,7 @@ impl RunStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Stopped
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Stopped | RunStatus::Lost
         )
     }
 }
@@ -102,6 +107,24 @@ pub struct RayJobRef {
 pub struct LocalProcess {
     /// Also the process group id (the child leads its own group).
     pub pid: u32,
+    /// Its start time (`/proc/<pid>/stat` field 22): with the pid, names the process
+    /// even after the pid is reused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
+}
+
+impl LocalProcess {
+    /// Whether this very process still runs (`None`: cannot tell, no start time).
+    pub fn is_alive(&self) -> Option<bool> {
+        let start_time = self.start_time?;
+        Some(
+            ProcessId {
+                pid: self.pid,
+                start_time,
+            }
+            .is_alive(),
+        )
+    }
 }
 
 /// Where a run on Kubernetes lives (kube context, namespace and `cluster` are in the
@@ -163,6 +186,10 @@ pub struct RunRecord {
     pub run_dir: Option<String>,
     #[serde(default)]
     pub local: Option<LocalProcess>,
+    /// Local runs: the nrl process that keeps this record up to date. When it is gone
+    /// and the record still says running, readers mark the run `lost`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<ProcessId>,
     /// Runs on Kubernetes: the objects behind the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k8s: Option<K8sRun>,
@@ -196,6 +223,7 @@ impl RunRecord {
             ray: None,
             run_dir: None,
             local: None,
+            supervisor: None,
             k8s: None,
             status: RunStatus::Running,
             exit_code: None,
@@ -215,6 +243,31 @@ impl RunRecord {
         self.exit_code = exit_code;
         self.message = message;
         self.updated_at = Some(now());
+    }
+
+    /// Why this record is lost: it says running, but the nrl process that keeps it is
+    /// gone (same pid and start time, or none). `None` when it is not lost or nrl cannot
+    /// tell (records without a supervisor).
+    pub fn lost_reason(&self) -> Option<String> {
+        if self.status != RunStatus::Running || self.kind != RunKind::Local {
+            return None;
+        }
+        let supervisor = self.supervisor?;
+        if supervisor.is_alive() {
+            return None;
+        }
+        let entrypoint = match &self.local {
+            Some(l) => match l.is_alive() {
+                Some(true) => format!("; its entrypoint (pid {}) is still running", l.pid),
+                Some(false) => format!("; its entrypoint (pid {}) is gone", l.pid),
+                None => String::new(),
+            },
+            None => "; it had not started its entrypoint".into(),
+        };
+        Some(format!(
+            "nrl (pid {}) ended without recording how the run ended{entrypoint}",
+            supervisor.pid
+        ))
     }
 
     fn created(&self) -> Option<jiff::Timestamp> {
@@ -300,8 +353,26 @@ impl RunStore {
         Ok(())
     }
 
-    /// The record of run `id`.
+    /// The record of run `id`. A local run whose nrl process is gone while the record
+    /// says running is marked `lost` (and saved so).
     pub fn load(&self, id: &str) -> Result<RunRecord> {
+        let record = self.read(id)?;
+        if record.lost_reason().is_none() {
+            return Ok(record);
+        }
+        // The supervisor is gone, so it writes no more: what is on disk now is its last
+        // word (it may have recorded the end between the read above and the check).
+        let mut record = self.read(id)?;
+        if let Some(reason) = record.lost_reason() {
+            record.set_status(RunStatus::Lost, None, Some(reason));
+            if let Err(e) = self.save(&record) {
+                tracing::warn!(%e, "cannot mark the run lost in its record");
+            }
+        }
+        Ok(record)
+    }
+
+    fn read(&self, id: &str) -> Result<RunRecord> {
         let path = self.record_path(id);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -424,7 +495,10 @@ mod tests {
         // Hold the old file open: a rename swaps the name, the reader keeps the old
         // contents, and the new file is complete when it appears.
         let old = std::fs::read_to_string(store.record_path("a-1")).unwrap();
-        rec.local = Some(LocalProcess { pid: 42 });
+        rec.local = Some(LocalProcess {
+            pid: 42,
+            start_time: None,
+        });
         store.save(&rec).unwrap();
         let new = std::fs::read_to_string(store.record_path("a-1")).unwrap();
         assert_ne!(old, new);
@@ -493,5 +567,77 @@ mod tests {
     fn missing_records_are_not_found() {
         let (_tmp, store) = store();
         assert_eq!(store.load("nope").unwrap_err().code, CODE_NOT_FOUND);
+    }
+
+    fn local_record(store: &RunStore, id: &str, supervisor: Option<ProcessId>) -> RunRecord {
+        let mut rec = RunRecord::new(id, RunKind::Local);
+        rec.supervisor = supervisor;
+        store.save(&rec).unwrap();
+        rec
+    }
+
+    #[test]
+    fn a_running_local_record_whose_nrl_is_gone_reads_as_lost() {
+        let (_tmp, store) = store();
+        let me = ProcessId::this().unwrap();
+        // Same pid, another start time: the pid was reused, the supervisor is gone.
+        let reused = ProcessId {
+            start_time: me.start_time + 1,
+            ..me
+        };
+        let mut rec = local_record(&store, "lost-1", Some(reused));
+        rec.local = Some(LocalProcess {
+            pid: me.pid,
+            start_time: Some(me.start_time),
+        });
+        store.save(&rec).unwrap();
+        let back = store.load("lost-1").unwrap();
+        assert_eq!(back.status, RunStatus::Lost);
+        assert!(back.status.is_terminal());
+        assert_eq!(
+            back.message.as_deref(),
+            Some(
+                format!(
+                    "nrl (pid {}) ended without recording how the run ended; \
+                     its entrypoint (pid {}) is still running",
+                    me.pid, me.pid
+                )
+                .as_str()
+            )
+        );
+        // Saved so: the file says lost, and so does the listing.
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(store.record_path("lost-1")).unwrap())
+                .unwrap();
+        assert_eq!(json["status"], "lost");
+        assert_eq!(store.list().unwrap()[0].status, RunStatus::Lost);
+    }
+
+    #[test]
+    fn only_running_local_records_with_a_dead_supervisor_are_lost() {
+        let (_tmp, store) = store();
+        let me = ProcessId::this().unwrap();
+        let dead = ProcessId {
+            start_time: me.start_time + 1,
+            ..me
+        };
+        local_record(&store, "alive-1", Some(me));
+        local_record(&store, "old-1", None);
+        let mut done = local_record(&store, "done-1", Some(dead));
+        done.set_status(RunStatus::Succeeded, Some(0), None);
+        store.save(&done).unwrap();
+        let mut ray = RunRecord::new("ray-1", RunKind::Ray);
+        ray.supervisor = Some(dead);
+        store.save(&ray).unwrap();
+        for (id, want) in [
+            ("alive-1", RunStatus::Running),
+            ("old-1", RunStatus::Running),
+            ("done-1", RunStatus::Succeeded),
+            ("ray-1", RunStatus::Running),
+        ] {
+            assert_eq!(store.load(id).unwrap().status, want, "{id}");
+        }
+        let json = std::fs::read_to_string(store.record_path("alive-1")).unwrap();
+        assert!(json.contains("\"supervisor\""), "{json}");
     }
 }
