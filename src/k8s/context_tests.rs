@@ -331,7 +331,7 @@ fn pod_env(dir: &Path, namespace_file: Option<&str>) -> MapEnv {
         write(&sa, "namespace", ns);
     }
     let mut env = env_with(&[
-        ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+        ("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
         ("KUBERNETES_SERVICE_PORT", "443"),
     ]);
     env.sa_dir = Some(sa);
@@ -427,7 +427,7 @@ fn service_variables_without_a_token_are_not_a_pod() {
         &kubeconfig(Some("dev"), &[("dev", Some("team-a"))]),
     );
     let mut env = env_with(&[
-        ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+        ("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
         ("KUBERNETES_SERVICE_PORT", "443"),
         ("HOME", d.path().join("home").to_str().unwrap()),
     ]);

@@ -68,26 +68,7 @@ fn a_watch_dropped_mid_wait_resumes_without_missing_ready() {
         "rc-train",
         json!({"state": "provisioning"}),
     );
-    // What KubeRay would have made (the fake's operator leaves this cluster alone): a
-    // head and one worker, and the status of a ready cluster.
-    for (pod, node_type) in [
-        ("rc-train-head-x", "head"),
-        ("rc-train-gpu-worker-x", "worker"),
-    ] {
-        fake.put(json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pod, "namespace": "default",
-                         "labels": {"ray.io/cluster": "rc-train", "ray.io/node-type": node_type}},
-            "spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}}));
-    }
-    fake.patch_status(
-        "ray.io/v1",
-        "RayCluster",
-        "default",
-        "rc-train",
-        json!({"state": "ready", "desiredWorkerReplicas": 1, "readyWorkerReplicas": 1,
-               "conditions": [{"type": "HeadPodReady", "status": "True",
-                               "reason": "HeadPodRunningAndReady", "message": ""}]}),
-    );
+    make_ready(&fake);
     fake.compact_history();
     assert!(
         fake.wait_until_blocking(Duration::from_secs(30), |_| matches!(
@@ -147,27 +128,8 @@ fn a_stalled_watch_is_reestablished_well_before_the_deadline() {
         !f.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"))
             .is_empty()
     }));
-    // Ready while the only watch is stalled: only a new watch can deliver it. What
-    // KubeRay would have made (the fake's operator leaves this cluster alone): a head and
-    // one worker, and the status of a ready cluster (spec §2.7).
-    for (pod, node_type) in [
-        ("rc-train-head-x", "head"),
-        ("rc-train-gpu-worker-x", "worker"),
-    ] {
-        fake.put(json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pod, "namespace": "default",
-                         "labels": {"ray.io/cluster": "rc-train", "ray.io/node-type": node_type}},
-            "spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}}));
-    }
-    fake.patch_status(
-        "ray.io/v1",
-        "RayCluster",
-        "default",
-        "rc-train",
-        json!({"state": "ready", "desiredWorkerReplicas": 1, "readyWorkerReplicas": 1,
-               "conditions": [{"type": "HeadPodReady", "status": "True",
-                               "reason": "HeadPodRunningAndReady", "message": ""}]}),
-    );
+    // Ready while the only watch is stalled: only a new watch can deliver it.
+    make_ready(&fake);
     assert!(
         fake.wait_until_blocking(Duration::from_secs(40), |_| matches!(
             child.try_wait(),
@@ -334,4 +296,28 @@ fn doctor_errors_stop_cluster_up_unless_skipped() {
     ));
     assert!(out.contains("rc-train"), "{out}");
     assert!(fake.request_log().iter().any(|r| r.is_apply()), "applied");
+}
+
+/// What KubeRay would have made of `rc-train` (the fake's operator leaves it alone here): a
+/// head and one worker, and the status of a ready cluster (spec §2.7; KubeRay
+/// `raycluster_controller.go` `calculateStatus`).
+fn make_ready(fake: &FakeK8s) {
+    for (pod, node_type) in [
+        ("rc-train-head-x", "head"),
+        ("rc-train-gpu-worker-x", "worker"),
+    ] {
+        fake.put(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": "default",
+                         "labels": {"ray.io/cluster": "rc-train", "ray.io/node-type": node_type}},
+            "spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]}}));
+    }
+    fake.patch_status(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "rc-train",
+        json!({"state": "ready", "desiredWorkerReplicas": 1, "readyWorkerReplicas": 1,
+               "conditions": [{"type": "HeadPodReady", "status": "True",
+                               "reason": "HeadPodRunningAndReady", "message": ""}]}),
+    );
 }

@@ -154,7 +154,7 @@ async fn an_exec_failure_without_exit_code_shows_the_status_message() {
     fake.inject(
         FaultMatch::verb("create", "pods/exec"),
         FaultAction::ExecFailure(
-            "error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused".into(),
+            "error dialing backend: dial tcp 127.0.0.1:10250: connect: connection refused".into(),
         ),
         Some(1),
     );
@@ -165,7 +165,7 @@ async fn an_exec_failure_without_exit_code_shows_the_status_message() {
     assert_eq!(err.code, "nrl::k8s::exec_failed");
     assert_eq!(
         err.message,
-        "exec `true` in pod p failed: Internal error occurred: error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused"
+        "exec `true` in pod p failed: Internal error occurred: error dialing backend: dial tcp 127.0.0.1:10250: connect: connection refused"
     );
     assert!(
         err.help.as_deref().unwrap().contains("kubelet"),
