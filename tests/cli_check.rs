@@ -472,3 +472,29 @@ fn check_fails_where_nemo_rl_reads_a_top_level_value_before_the_merge() {
             "Interpolation key 'policy.model_name' not found",
         ));
 }
+
+/// Nine levels of nine-item lists, each aliasing the level below (600 bytes, 9^9 nodes).
+fn alias_bomb() -> String {
+    let mut text = String::from("policy:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..9 {
+        let items = vec![format!("*a{}", level - 1); 9].join(", ");
+        text.push_str(&format!("  a{level}: &a{level} [{items}]\n"));
+    }
+    text
+}
+
+#[test]
+fn an_alias_bomb_is_a_clear_error_naming_the_alias() {
+    // Issue 15 item 1: this recipe took 24 GB in `check`; the loader stops at a budget.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("bomb.yaml"), alias_bomb()).expect("write");
+    let out = nrl()
+        .current_dir(dir.path())
+        .args(["check", "bomb.yaml", "infra.image=i", "infra.namespace=ns"])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    insta::assert_snapshot!(err);
+}

@@ -207,3 +207,27 @@ fn render_never_writes_over_its_config_or_into_a_missing_directory() {
     );
     assert!(!dir.path().join("missing").exists());
 }
+
+#[test]
+fn render_refuses_an_alias_bomb() {
+    // Issue 15 item 1: `gym render` on nested aliases exhausted memory.
+    let dir = tempfile::tempdir().unwrap();
+    let mut bomb = String::from("x0: &x0 [a, a, a, a, a, a, a, a, a]\n");
+    for level in 1..9 {
+        let items = vec![format!("*x{}", level - 1); 9].join(", ");
+        bomb.push_str(&format!("x{level}: &x{level} [{items}]\n"));
+    }
+    std::fs::write(dir.path().join("gym.yaml"), bomb).unwrap();
+    let out = nrl()
+        .current_dir(dir.path())
+        .args(["gym", "render", "gym.yaml"])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("nrl::config::yaml_alias_budget") && stderr.contains("gym.yaml:7:10"),
+        "{stderr}"
+    );
+}

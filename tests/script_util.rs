@@ -209,6 +209,25 @@ fn json_and_yaml_round_trip() {
 }
 
 #[test]
+fn parse_yaml_refuses_an_alias_bomb() {
+    // Issue 15 item 1: nine levels of aliased nine-item lists exhausted memory.
+    let out = output_of(
+        r#"let text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+           for level in 1..9 {
+               let prev = level - 1;
+               let items = "*a" + prev;
+               for i in 1..9 { items += ", *a" + prev; }
+               text += "a" + level + ": &a" + level + " [" + items + "]\n";
+           }
+           try { parse_yaml(text) } catch (e) { print(e.code); print(e.message); }"#,
+    );
+    assert_eq!(
+        out,
+        "nrl::config::yaml_alias_budget\nYAML aliases expand to more than 1000000 nodes (an alias bomb?)\n"
+    );
+}
+
+#[test]
 fn tables_of_maps() {
     let out = output_of(
         r#"let rows = [#{name: "a", status: "ok"}, #{name: "bb", status: (), extra: 3}];

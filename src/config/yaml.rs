@@ -147,11 +147,22 @@ fn parse_float(t: &str) -> f64 {
     if neg { -v } else { v }
 }
 
+/// How many nodes aliases may bring into one document, counting every node of each
+/// aliased subtree at every use. Aliases share nothing once built, so nine levels of
+/// nine-item lists that alias the level below ("billion laughs") would otherwise build
+/// 9^9 nodes, and a chain of `<<: *previous` merge keys grows with the square of its
+/// length. go-yaml (what kubectl loads YAML with) refuses "excessive aliasing" the same
+/// way (yaml.v2/v3 `decode.go`, `allowedAliasRatio`); a budget of a million nodes is
+/// thousands of times what real recipes expand.
+pub const ALIAS_NODE_BUDGET: usize = 1_000_000;
+
 enum Frame {
     Seq {
         items: Vec<Node>,
         start: usize,
         anchor: usize,
+        /// Nodes in this subtree so far (itself included), for the alias budget.
+        size: usize,
     },
     Map {
         pairs: Vec<(Node, Node)>,
@@ -159,6 +170,7 @@ enum Frame {
         pending_key: Option<Node>,
         start: usize,
         anchor: usize,
+        size: usize,
     },
 }
 
@@ -170,7 +182,10 @@ struct Builder<'t> {
     /// `None` for ASCII text, where the two are the same.
     char_to_byte: OnceCell<Option<Vec<u32>>>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Node>,
+    /// Anchor id → its node and the number of nodes in it.
+    anchors: HashMap<usize, (Node, usize)>,
+    /// Nodes built by alias expansion so far, against [`ALIAS_NODE_BUDGET`].
+    alias_nodes: usize,
     root: Option<Node>,
     docs: usize,
 }
@@ -183,6 +198,7 @@ impl<'t> Builder<'t> {
             char_to_byte: OnceCell::new(),
             stack: Vec::new(),
             anchors: HashMap::new(),
+            alias_nodes: 0,
             root: None,
             docs: 0,
         }
@@ -245,25 +261,30 @@ impl<'t> Builder<'t> {
                     }
                 }
                 Event::Alias(id) => {
-                    let Some(target) = self.anchors.get(&id).cloned() else {
+                    let Some(size) = self.anchors.get(&id).map(|(_, size)| *size) else {
                         return Err(Diag::new(
                             "nrl::config::yaml_syntax",
                             "alias refers to an unknown anchor",
                         )
                         .label(self.span(start, end), "unknown anchor"));
                     };
+                    // Count before cloning: the clone is what would exhaust memory.
+                    self.alias_nodes = self.alias_nodes.saturating_add(size);
+                    if self.alias_nodes > ALIAS_NODE_BUDGET {
+                        return Err(self.alias_budget_exceeded(start, end));
+                    }
                     // The aliased content keeps the anchor definition's spans; the alias
-                    // site becomes the node's own span.
-                    let mut n = target;
+                    // site becomes the node's own span. (The anchor was found just above.)
+                    let mut n = self.anchors[&id].0.clone();
                     n.span = self.span(start, end);
-                    self.push_node(n)?;
+                    self.push_node(n, size)?;
                 }
                 Event::Scalar(value, style, anchor, tag) => {
                     let node = self.scalar(&value, style, tag.as_deref(), start, end)?;
                     if anchor != 0 {
-                        self.anchors.insert(anchor, node.clone());
+                        self.anchors.insert(anchor, (node.clone(), 1));
                     }
-                    self.push_node(node)?;
+                    self.push_node(node, 1)?;
                 }
                 Event::SequenceStart(_, anchor, tag) => {
                     self.check_container_tag(tag.as_deref(), "seq", start, end)?;
@@ -271,6 +292,7 @@ impl<'t> Builder<'t> {
                         items: Vec::new(),
                         start,
                         anchor,
+                        size: 1,
                     });
                 }
                 Event::SequenceEnd => {
@@ -278,13 +300,14 @@ impl<'t> Builder<'t> {
                         items,
                         start: s,
                         anchor,
+                        size,
                     }) = self.stack.pop()
                     {
                         let node = Node::spanned(Value::List(items), self.span(s, end));
                         if anchor != 0 {
-                            self.anchors.insert(anchor, node.clone());
+                            self.anchors.insert(anchor, (node.clone(), size));
                         }
-                        self.push_node(node)?;
+                        self.push_node(node, size)?;
                     }
                 }
                 Event::MappingStart(_, anchor, tag) => {
@@ -294,6 +317,7 @@ impl<'t> Builder<'t> {
                         pending_key: None,
                         start,
                         anchor,
+                        size: 1,
                     });
                 }
                 Event::MappingEnd => {
@@ -301,15 +325,16 @@ impl<'t> Builder<'t> {
                         pairs,
                         start: s,
                         anchor,
+                        size,
                         ..
                     }) = self.stack.pop()
                     {
                         let map = self.build_map(pairs)?;
                         let node = Node::spanned(Value::Map(map), self.span(s, end));
                         if anchor != 0 {
-                            self.anchors.insert(anchor, node.clone());
+                            self.anchors.insert(anchor, (node.clone(), size));
                         }
-                        self.push_node(node)?;
+                        self.push_node(node, size)?;
                     }
                 }
                 _ => {}
@@ -410,19 +435,37 @@ impl<'t> Builder<'t> {
         .label(span, format!("tagged !!{ty}"))
     }
 
-    fn push_node(&mut self, node: Node) -> Result<()> {
+    fn alias_budget_exceeded(&self, start: usize, end: usize) -> Diag {
+        Diag::new(
+            "nrl::config::yaml_alias_budget",
+            format!("YAML aliases expand to more than {ALIAS_NODE_BUDGET} nodes (an alias bomb?)"),
+        )
+        .label(self.span(start, end), "this alias crossed the budget")
+        .help(
+            "each use of an alias copies the whole anchored value; nest fewer aliases \
+             (or `<<:` merges of merges), or write the repeated values out",
+        )
+    }
+
+    /// Add a finished node (of `size` nodes) to the container being built.
+    fn push_node(&mut self, node: Node, size: usize) -> Result<()> {
         match self.stack.last_mut() {
             None => {
                 self.root = Some(node);
                 Ok(())
             }
-            Some(Frame::Seq { items, .. }) => {
+            Some(Frame::Seq { items, size: s, .. }) => {
+                *s = s.saturating_add(size);
                 items.push(node);
                 Ok(())
             }
             Some(Frame::Map {
-                pairs, pending_key, ..
+                pairs,
+                pending_key,
+                size: s,
+                ..
             }) => {
+                *s = s.saturating_add(size);
                 match pending_key.take() {
                     None => *pending_key = Some(node),
                     Some(k) => pairs.push((k, node)),

@@ -149,3 +149,63 @@ fn spans_are_byte_offsets_after_non_ascii_text() {
     assert_eq!(x.span.unwrap().text(), "1");
     assert_eq!(x.key_span.unwrap().location(), "t.yaml:3:1");
 }
+
+/// Nine levels of nine-item lists, each aliasing the level below: 600 bytes that would
+/// build 9^9 nodes.
+fn alias_bomb() -> String {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..9 {
+        let items = vec![format!("*a{}", level - 1); 9].join(", ");
+        text.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+    }
+    text
+}
+
+#[test]
+fn an_alias_bomb_is_refused_at_the_alias_that_crosses_the_budget() {
+    let text = alias_bomb();
+    assert!(text.len() < 700, "the bomb is small: {} bytes", text.len());
+    let started = std::time::Instant::now();
+    let e = load(&text).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(e.code, "nrl::config::yaml_alias_budget");
+    // Lines 2-6 expand 672,588 nodes; the first `*a5` on line 7 adds 597,871 more.
+    assert_eq!(e.location().as_deref(), Some("t.yaml:7:10"));
+    insta::assert_snapshot!(e.render(false, 100));
+}
+
+#[test]
+fn a_chain_of_merge_keys_is_refused_before_it_grows_quadratically() {
+    // Each mapping merges the one before and adds a key: level n holds n keys, so the
+    // copies add up to n²/2 nodes.
+    let mut text = String::from("m0: &m0 {k0: 0}\n");
+    for i in 1..3000 {
+        text.push_str(&format!("m{i}: &m{i}\n  <<: *m{}\n  k{i}: {i}\n", i - 1));
+    }
+    let started = std::time::Instant::now();
+    let e = load(&text).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(e.code, "nrl::config::yaml_alias_budget");
+}
+
+#[test]
+fn aliases_within_the_budget_load_in_full() {
+    // Seven levels: 9^7 = 4.8M would be too many, 9^5 = 59,049 is fine.
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..5 {
+        let items = vec![format!("*a{}", level - 1); 9].join(", ");
+        text.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+    }
+    let n = load(&text).unwrap();
+    fn count(n: &Node) -> usize {
+        1 + match &n.value {
+            Value::List(items) => items.iter().map(count).sum(),
+            Value::Map(m) => m.values().map(count).sum(),
+            _ => 0,
+        }
+    }
+    assert_eq!(
+        count(n.get("a4").unwrap()),
+        (0..=5).map(|k| 9usize.pow(k)).sum::<usize>()
+    );
+}
