@@ -204,7 +204,7 @@ pub fn response_too_large(address: &str, what: &str, limit: u64, declared: Optio
         CODE_RESPONSE_TOO_LARGE,
         format!(
             "{address} sent {size} to {what}, over nrl's limit of {} for it; stopped reading",
-            human_bytes(limit)
+            crate::diag::human_bytes(limit)
         ),
     );
     if what.ends_with("/logs") {
@@ -217,17 +217,6 @@ pub fn response_too_large(address: &str, what: &str, limit: u64, declared: Optio
             "a Ray dashboard does not send this much: check that --address / RAY_ADDRESS is \
              the dashboard (port 8265 by default), not a proxy or another service",
         )
-    }
-}
-
-/// `64 MiB`, `512 KiB`, `100 bytes`: limits as people write them.
-pub fn human_bytes(n: u64) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} bytes")
     }
 }
 
