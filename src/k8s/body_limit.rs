@@ -24,9 +24,9 @@ use http::{Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use tower::{BoxError, Layer, Service};
 
-/// Largest non-streaming answer (64 MiB). The API server's own request limit is 3 MiB
-/// per object (https://kubernetes.io/docs/concepts/overview/kubernetes-api/ and etcd's
-/// 1.5 MiB value limit), so only a list of thousands of large objects comes near it.
+/// Largest non-streaming answer (64 MiB). etcd stores at most about 1.5 MiB per object
+/// (its default `--max-request-bytes`), so only a list of thousands of large objects comes
+/// near it.
 pub const MAX_RESPONSE_BYTES: u64 = 64 << 20;
 
 /// Largest single watch event (64 MiB): one object, bounded by the same limits.
