@@ -549,6 +549,17 @@ impl Diagnostic for DiagView<'_> {
     }
 }
 
+/// `64 MiB`, `512 KiB`, `100 bytes`: limits as people write them.
+pub fn human_bytes(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

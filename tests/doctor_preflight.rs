@@ -48,6 +48,7 @@ async fn preflight(fake: &FakeK8s, c: &Checked) -> Report {
         context: None,
         request_timeout: None,
         watch_timeout: None,
+        body_limits: None,
     })
     .await
     .expect("connect to the fake");

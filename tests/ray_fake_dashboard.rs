@@ -578,3 +578,97 @@ fn address_comes_from_ray_address_env() {
         .success();
     drop(fake);
 }
+
+/// A chunked body that never ends: 64 KiB of `a` after 64 KiB of `a`, forever.
+fn endless() -> Response {
+    let chunks =
+        futures::stream::repeat_with(|| Ok::<_, std::convert::Infallible>(vec![b'a'; 64 << 10]));
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        axum::body::Body::from_stream(chunks),
+    )
+        .into_response()
+}
+
+#[test]
+fn an_endless_body_fails_at_the_limit_instead_of_growing_nrl() {
+    let hits = Hits::default();
+    let h = hits.clone();
+    let router = Router::new().route(
+        "/api/jobs/",
+        get(move || async move {
+            h.push("GET /api/jobs/");
+            endless()
+        }),
+    );
+    let fake = serve(router);
+    let started = Instant::now();
+    let out = nrl()
+        .args([
+            "job",
+            "list",
+            "--address",
+            &fake.address,
+            "--timeout",
+            "60s",
+        ])
+        .assert()
+        .code(3)
+        .get_output()
+        .clone();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The production limit (64 MiB), reached long before the 60 s deadline.
+    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
+    assert!(stderr.contains("nrl::ray::response_too_large"), "{stderr}");
+    assert!(stderr.contains("GET /api/jobs/"), "{stderr}");
+    assert!(stderr.contains("64 MiB"), "{stderr}");
+    assert!(stderr.contains("RAY_ADDRESS"), "{stderr}");
+    assert_eq!(
+        hits.count("GET /api/jobs/"),
+        1,
+        "the same server would send it again: not retried"
+    );
+    drop(fake);
+}
+
+#[test]
+fn a_declared_length_over_the_limit_fails_before_reading_and_logs_point_to_follow() {
+    let router = Router::new()
+        .route("/api/version", get(|| async { json(&" ".repeat(4096)) }))
+        .route("/api/jobs/{id}/logs", get(|| async { endless() }));
+    let fake = serve(router);
+    let options = RayClientOptions {
+        max_response_bytes: 1024,
+        max_logs_bytes: 2048,
+        retry: RetryPolicy::none(),
+        ..RayClientOptions::default()
+    };
+    let ray = RayClient::new(&fake.address, options).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = rt.block_on(ray.version()).unwrap_err();
+    assert_eq!(err.code, "nrl::ray::response_too_large");
+    assert!(
+        err.message.contains("a 4096-byte answer"),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("1 KiB"), "{}", err.message);
+
+    let err = rt.block_on(ray.logs("raysubmit_1")).unwrap_err();
+    assert_eq!(err.code, "nrl::ray::response_too_large");
+    assert!(err.message.contains("2 KiB"), "{}", err.message);
+    assert!(
+        err.help
+            .as_deref()
+            .unwrap_or("")
+            .contains("nrl job logs ID -f"),
+        "{:?}",
+        err.help
+    );
+    drop(fake);
+}

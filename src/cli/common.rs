@@ -82,6 +82,7 @@ impl KubeArgs {
             kubeconfig: self.kubeconfig.clone(),
             request_timeout: Some(self.request_timeout),
             watch_timeout: Some(self.watch_timeout),
+            body_limits: None,
         }
     }
 

@@ -51,6 +51,7 @@ async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<
         kubeconfig: lookup.kubeconfig.clone(),
         request_timeout: Some(lookup.request_timeout),
         watch_timeout: Some(lookup.watch_timeout),
+        body_limits: None,
     })
     .await?;
     let ns = k8s.namespace.clone();

@@ -80,6 +80,7 @@ pub fn run(args: ReplArgs) -> Result<Exit> {
         kubeconfig: args.kube.kubeconfig.clone(),
         request_timeout: Some(args.kube.request_timeout),
         watch_timeout: Some(args.kube.watch_timeout),
+        body_limits: None,
     };
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let result = crate::repl::run(ReplOptions {

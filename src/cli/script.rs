@@ -94,6 +94,7 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
         kubeconfig: args.kube.kubeconfig.clone(),
         request_timeout: Some(args.kube.request_timeout),
         watch_timeout: Some(args.kube.watch_timeout),
+        body_limits: None,
     };
     let host = Host::new(opts);
     let result = run_on_thread(host.clone(), file, args.args.clone());

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use kube::config::KubeConfigOptions;
 
+use super::body_limit::{BodyLimitLayer, BodyLimits};
 use super::context::{ClusterContext, ContextSource};
 use crate::config::env::Env;
 
@@ -25,6 +26,10 @@ pub struct ConnectOptions {
     /// Server-side limit of each watch request (default [`DEFAULT_WATCH_TIMEOUT`]); see
     /// [`K8s::watch_timeout`].
     pub watch_timeout: Option<Duration>,
+    /// Largest answers held in memory (default [`BodyLimits::default`]: 64 MiB per
+    /// answer, 64 MiB per watch event); over them a call fails with
+    /// `nrl::k8s::response_too_large`.
+    pub body_limits: Option<BodyLimits>,
 }
 
 /// `nrl/<version>`, sent with every request.
@@ -127,13 +132,18 @@ impl K8s {
             .watch_timeout
             .unwrap_or(DEFAULT_WATCH_TIMEOUT)
             .max(Duration::from_secs(1));
+        let limits = BodyLimitLayer {
+            limits: opts.body_limits.unwrap_or_default(),
+        };
         let build = |config: kube::Config| {
-            kube::Client::try_from(config).map_err(|e| {
-                Diag::api(
-                    "nrl::k8s::config",
-                    format!("cannot build a Kubernetes client: {e}"),
-                )
-            })
+            kube::client::ClientBuilder::try_from(config)
+                .map(|builder| builder.with_layer(&limits).build())
+                .map_err(|e| {
+                    Diag::api(
+                        "nrl::k8s::config",
+                        format!("cannot build a Kubernetes client: {e}"),
+                    )
+                })
         };
         // kube-rs sets no read timeout by default (it would cut exec and port-forward
         // sessions): only the streams' client goes without one.

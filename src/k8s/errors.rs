@@ -46,6 +46,9 @@ impl<'a> Action<'a> {
     }
 }
 
+/// An answer over the size limit of [`super::body_limit`].
+pub const CODE_RESPONSE_TOO_LARGE: &str = "nrl::k8s::response_too_large";
+
 /// HTTP status of a kube API error, if it is one.
 pub fn status_code(e: &kube::Error) -> Option<u16> {
     match e {
@@ -66,9 +69,16 @@ pub fn is_transient(e: &kube::Error) -> bool {
             false
         }
         kube::Error::Api(s) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
+        // The same server would send the same oversized answer again.
+        e if is_too_large(e) => false,
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
         _ => false,
     }
+}
+
+/// The answer went past nrl's size limit ([`super::body_limit`]).
+pub fn is_too_large(e: &kube::Error) -> bool {
+    super::body_limit::find(e).is_some()
 }
 
 pub fn is_not_found(e: &kube::Error) -> bool {
@@ -264,6 +274,23 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
             )
             .with_code(code.as_u16());
             to_diag(kube::Error::Api(Box::new(status)), a)
+        }
+        _ if is_too_large(&e) => {
+            let detail = super::body_limit::find(&e)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            Diag::api(
+                CODE_RESPONSE_TOO_LARGE,
+                format!(
+                    "{detail} while trying to {} {target}; stopped reading",
+                    a.verb
+                ),
+            )
+            .help(
+                "an API server does not send this much for one call: check that the kube \
+                 context's server is the API server (not a proxy or another service); for a \
+                 huge list, narrow it with a label selector",
+            )
         }
         _ => Diag::api(
             "nrl::k8s::unreachable",

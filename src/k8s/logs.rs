@@ -85,7 +85,7 @@ impl K8s {
         let mut seen = Seen::default();
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
-        let mut line = String::new();
+        let mut line = Vec::new();
         loop {
             let lp = LogParams {
                 container: container.clone(),
@@ -112,8 +112,7 @@ impl K8s {
             };
             first = false;
             loop {
-                line.clear();
-                match reader.read_line(&mut line).await {
+                match read_line_capped(&mut reader, &mut line, MAX_LOG_LINE_BYTES).await {
                     Ok(0) => break,
                     Err(e) => {
                         tracing::debug!(error = %e, "log stream dropped");
@@ -122,7 +121,8 @@ impl K8s {
                     Ok(_) => {}
                 }
                 backoff = Duration::from_millis(250);
-                let text = line.trim_end_matches(['\n', '\r']);
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
                 let (ts, body) = split_timestamp(text);
                 if seen.admit(ts, body) && sink(body).is_break() {
                     return Ok(());
@@ -170,6 +170,40 @@ fn pods_resource() -> kube::discovery::ApiResource {
 }
 
 /// Split a `timestamps=true` log line into its RFC 3339 timestamp and text.
+/// Longest piece of a log line handed to the sink at once (1 MiB): a container that
+/// never writes a newline (a progress bar redrawn with `\r` for days) must not grow nrl
+/// without bound; a longer line arrives in pieces of this size.
+pub const MAX_LOG_LINE_BYTES: usize = 1 << 20;
+
+/// Read up to and including the next `\n` into `line` (cleared first), but stop after
+/// `max` bytes. Returns the bytes read (0 at the end of the stream). Bytes, not `String`:
+/// a line that is not UTF-8 is shown with replacement characters instead of ending the
+/// stream.
+async fn read_line_capped<R: futures::AsyncBufRead + Unpin + ?Sized>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
+    line.clear();
+    while line.len() < max {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            break;
+        }
+        let room = max - line.len();
+        let (take, done) = match buf.iter().take(room).position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len().min(room), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        reader.consume_unpin(take);
+        if done {
+            break;
+        }
+    }
+    Ok(line.len())
+}
+
 fn split_timestamp(line: &str) -> (Option<jiff::Timestamp>, &str) {
     match line.split_once(' ') {
         Some((ts, rest)) => match ts.parse::<jiff::Timestamp>() {
@@ -186,6 +220,35 @@ fn split_timestamp(line: &str) -> (Option<jiff::Timestamp>, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_lines_are_read_in_pieces_of_at_most_the_cap() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut input = b"short\n".to_vec();
+        input.extend(std::iter::repeat_n(b'a', 25));
+        input.extend(b"\nlast");
+        let mut reader = futures::io::BufReader::with_capacity(7, &input[..]);
+        let mut line = Vec::new();
+        let mut pieces = Vec::new();
+        rt.block_on(async {
+            while read_line_capped(&mut reader, &mut line, 10).await.unwrap() > 0 {
+                pieces.push(String::from_utf8(line.clone()).unwrap());
+            }
+        });
+        let a = |n| "a".repeat(n);
+        assert_eq!(
+            pieces,
+            [
+                "short\n".to_string(),
+                a(10),
+                a(10),
+                a(5) + "\n",
+                "last".to_string()
+            ]
+        );
+    }
 
     #[test]
     fn replayed_lines_are_dropped_once_each() {

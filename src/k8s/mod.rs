@@ -3,6 +3,7 @@
 //! reviews. Knows nothing about recipes.
 
 pub mod access;
+pub mod body_limit;
 pub mod client;
 pub mod context;
 pub mod discovery;

@@ -103,7 +103,10 @@ impl K8s {
                         }
                     };
                     if let Some(ke) = ke {
-                        if matches!(super::errors::status_code(&ke), Some(401 | 403)) {
+                        // Refused, or an answer over the size limit: resuming cannot help.
+                        if matches!(super::errors::status_code(&ke), Some(401 | 403))
+                            || super::errors::is_too_large(&ke)
+                        {
                             let action = Action::new(verb, &ar.plural, ns);
                             return Err(to_diag(ke, &action));
                         }
@@ -218,7 +221,9 @@ impl K8s {
                         }
                     };
                     if let Some(ke) = ke {
-                        if matches!(super::errors::status_code(&ke), Some(401 | 403)) {
+                        if matches!(super::errors::status_code(&ke), Some(401 | 403))
+                            || super::errors::is_too_large(&ke)
+                        {
                             return Err(to_diag(ke, &Action::new("watch", &ar.plural, ns)));
                         }
                         last_error = Some(ke.to_string());

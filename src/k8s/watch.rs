@@ -71,7 +71,9 @@ impl K8s {
                             watcher::Error::InitialListFailed(ke)
                             | watcher::Error::WatchStartFailed(ke)
                             | watcher::Error::WatchFailed(ke),
-                        ) if matches!(status_code(&ke), Some(401 | 403)) => {
+                        ) if matches!(status_code(&ke), Some(401 | 403))
+                            || super::errors::is_too_large(&ke) =>
+                        {
                             failed = true;
                             Some(Err(to_diag(
                                 ke,

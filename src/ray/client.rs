@@ -18,6 +18,15 @@ use super::types::{
 };
 use crate::diag::{Diag, Result};
 
+/// Largest JSON answer buffered from the dashboard (64 MiB). A job list of thousands of
+/// jobs is a few MiB; a server streaming an endless body must not grow nrl without bound.
+pub const MAX_RESPONSE_BYTES: u64 = 64 << 20;
+
+/// Largest `GET /api/jobs/{id}/logs` answer (256 MiB): Ray returns the whole driver log
+/// in one JSON string, so this is the log size past which `nrl job logs -f` (the log
+/// websocket, streamed) is the way to read it.
+pub const MAX_LOGS_RESPONSE_BYTES: u64 = 256 << 20;
+
 /// How to talk to one dashboard.
 #[derive(Debug, Clone)]
 pub struct RayClientOptions {
@@ -28,6 +37,11 @@ pub struct RayClientOptions {
     /// Deadline for a package upload (large bodies over slow port-forwards).
     pub upload_timeout: Duration,
     pub retry: RetryPolicy,
+    /// Largest response body read for an API call ([`MAX_RESPONSE_BYTES`]); over it the
+    /// call fails with `nrl::ray::response_too_large`.
+    pub max_response_bytes: u64,
+    /// The same for the whole-log fetch ([`MAX_LOGS_RESPONSE_BYTES`]).
+    pub max_logs_bytes: u64,
 }
 
 impl Default for RayClientOptions {
@@ -37,6 +51,8 @@ impl Default for RayClientOptions {
             timeout: Duration::from_secs(30),
             upload_timeout: Duration::from_secs(600),
             retry: RetryPolicy::default(),
+            max_response_bytes: MAX_RESPONSE_BYTES,
+            max_logs_bytes: MAX_LOGS_RESPONSE_BYTES,
         }
     }
 }
@@ -180,7 +196,16 @@ impl RayClient {
     /// `GET /api/jobs/{id}/logs`: the whole driver log so far.
     pub async fn logs(&self, id: &str) -> Result<String> {
         let what = "GET /api/jobs/{id}/logs";
-        let reply = self.get(&["api", "jobs", id, "logs"], false, what).await?;
+        let url = self.url(&["api", "jobs", id, "logs"], false);
+        let reply = self
+            .execute_capped(
+                what,
+                Idempotency::Idempotent,
+                self.options.timeout,
+                self.options.max_logs_bytes,
+                || self.http.request(Method::GET, url.clone()),
+            )
+            .await?;
         let logs: LogsResponse = self.job_reply(id, what, reply)?;
         Ok(logs.logs)
     }
@@ -297,6 +322,21 @@ impl RayClient {
         what: &str,
         idempotency: Idempotency,
         timeout: Duration,
+        build: impl FnMut() -> RequestBuilder,
+    ) -> Result<Reply> {
+        let limit = self.options.max_response_bytes;
+        self.execute_capped(what, idempotency, timeout, limit, build)
+            .await
+    }
+
+    /// [`RayClient::execute`] reading at most `limit` bytes of body. An answer over the
+    /// limit is not retried: the same server would send it again.
+    async fn execute_capped(
+        &self,
+        what: &str,
+        idempotency: Idempotency,
+        timeout: Duration,
+        limit: u64,
         mut build: impl FnMut() -> RequestBuilder,
     ) -> Result<Reply> {
         let deadline = Instant::now() + timeout;
@@ -304,7 +344,7 @@ impl RayClient {
         loop {
             attempt += 1;
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let outcome = send_once(build().timeout(remaining)).await;
+            let outcome = send_once(build().timeout(remaining), limit).await;
             let (failure, retry_after, last) = match outcome {
                 Ok((reply, _)) if reply.status.is_success() => return Ok(reply),
                 Ok((reply, retry_after)) => (
@@ -312,7 +352,15 @@ impl RayClient {
                     retry_after,
                     Ok(reply),
                 ),
-                Err((failure, cause)) => (failure, None, Err(cause)),
+                Err(Attempt::TooLarge(declared)) => {
+                    return Err(rerr::response_too_large(
+                        &self.address,
+                        what,
+                        limit,
+                        declared,
+                    ));
+                }
+                Err(Attempt::Failed(failure, cause)) => (failure, None, Err(cause)),
             };
             let mut wait = self.options.retry.delay(attempt);
             if let Some(server_wait) = retry_after {
@@ -338,12 +386,24 @@ impl RayClient {
     }
 }
 
-/// One attempt: the reply (any status) plus a `Retry-After` hint, or a transport failure
-/// with a human-readable cause.
+/// Why one attempt gave no reply.
+enum Attempt {
+    /// Transport failure with a human-readable cause.
+    Failed(Failure, String),
+    /// The body was over the limit (its declared length, if any).
+    TooLarge(Option<u64>),
+}
+
+/// One attempt: the reply (any status) plus a `Retry-After` hint.
 async fn send_once(
     request: RequestBuilder,
-) -> std::result::Result<(Reply, Option<Duration>), (Failure, String)> {
-    let response = request.send().await.map_err(transport_failure)?;
+    limit: u64,
+) -> std::result::Result<(Reply, Option<Duration>), Attempt> {
+    let failed = |e| {
+        let (failure, cause) = transport_failure(e);
+        Attempt::Failed(failure, cause)
+    };
+    let response = request.send().await.map_err(failed)?;
     let status = response.status();
     let retry_after = response
         .headers()
@@ -351,8 +411,43 @@ async fn send_once(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    let body = response.text().await.map_err(transport_failure)?;
+    let body = match read_body(response, limit).await {
+        Ok(body) => body,
+        Err(BodyError::Read(e)) => return Err(failed(e)),
+        Err(BodyError::TooLarge(declared)) => return Err(Attempt::TooLarge(declared)),
+    };
     Ok((Reply { status, body }, retry_after))
+}
+
+/// Why a body could not be read whole.
+pub(crate) enum BodyError {
+    Read(reqwest::Error),
+    /// Over the limit: the declared Content-Length, or `None` when counting found it.
+    TooLarge(Option<u64>),
+}
+
+/// The body as text, read chunk by chunk and never more than `limit` bytes: a declared
+/// length over it fails before reading, and a chunked body that never ends fails as soon
+/// as it passes the limit. Invalid UTF-8 is replaced, as `Response::text` would.
+pub(crate) async fn read_body(
+    mut response: reqwest::Response,
+    limit: u64,
+) -> std::result::Result<String, BodyError> {
+    if let Some(declared) = response.content_length().filter(|n| *n > limit) {
+        return Err(BodyError::TooLarge(Some(declared)));
+    }
+    let hint = response.content_length().unwrap_or(0).min(1 << 20);
+    let mut body = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Read)? {
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(BodyError::TooLarge(None));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 fn transport_failure(e: reqwest::Error) -> (Failure, String) {

@@ -19,6 +19,8 @@ pub const CODE_NOT_FOUND: &str = "nrl::ray::not_found";
 pub const CODE_SUBMIT: &str = "nrl::ray::submit";
 /// The dashboard address cannot be used (bad URL or scheme).
 pub const CODE_ADDRESS: &str = "nrl::ray::address";
+/// A response body was larger than nrl buffers (see `RayClientOptions::max_response_bytes`).
+pub const CODE_RESPONSE_TOO_LARGE: &str = "nrl::ray::response_too_large";
 
 /// Longest message we show from a server body; the rest is noise in a terminal.
 const MAX_MESSAGE_CHARS: usize = 400;
@@ -189,6 +191,33 @@ pub fn bad_response(address: &str, what: &str, cause: impl std::fmt::Display) ->
         format!("unexpected answer from {address} to {what}: {cause}"),
     )
     .help("is this address a Ray dashboard (Ray >= 2.9, port 8265 by default)?")
+}
+
+/// A body over the cap: `declared` is its Content-Length when the server sent one (the
+/// call then fails before reading), else nrl counted past the cap while reading.
+pub fn response_too_large(address: &str, what: &str, limit: u64, declared: Option<u64>) -> Diag {
+    let size = match declared {
+        Some(n) => format!("a {n}-byte answer"),
+        None => "an answer".to_string(),
+    };
+    let diag = Diag::api(
+        CODE_RESPONSE_TOO_LARGE,
+        format!(
+            "{address} sent {size} to {what}, over nrl's limit of {} for it; stopped reading",
+            crate::diag::human_bytes(limit)
+        ),
+    );
+    if what.ends_with("/logs") {
+        diag.help(
+            "the job's log is too large to fetch in one piece: follow it instead with \
+             `nrl job logs ID -f` (streamed, no size limit)",
+        )
+    } else {
+        diag.help(
+            "a Ray dashboard does not send this much: check that --address / RAY_ADDRESS is \
+             the dashboard (port 8265 by default), not a proxy or another service",
+        )
+    }
 }
 
 /// `2.5s`, `30s`, `2m`, `1m30s` — how a human writes it on the command line.

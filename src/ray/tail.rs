@@ -17,7 +17,7 @@ use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-use super::client::{RayClient, innermost_cause};
+use super::client::{RayClient, innermost_cause, read_body};
 use super::error as rerr;
 use crate::diag::{Diag, Result};
 
@@ -59,7 +59,9 @@ impl RayClient {
             return Err(rerr::job_not_found(self.address(), id));
         }
         if status != StatusCode::SWITCHING_PROTOCOLS {
-            let body = response.text().await.unwrap_or_default();
+            // Only the message is wanted; a body past the API limit is not Ray's.
+            let limit = self.options().max_response_bytes;
+            let body = read_body(response, limit).await.unwrap_or_default();
             let detail = rerr::concise_error_body(&body)
                 .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
             return Err(rerr::api_failure(

@@ -151,3 +151,108 @@ async fn a_hanging_watch_hits_the_wait_deadline_with_a_clear_error() {
         "timed out after 1s waiting for RayCluster rc in namespace `default` to be ready: the Kubernetes API never answered the watch"
     );
 }
+
+#[tokio::test]
+async fn an_endless_answer_fails_at_the_size_limit_and_is_not_retried() {
+    let (fake, k8s) = setup().await;
+    fake.inject(
+        FaultMatch::verb("get", "configmaps"),
+        FaultAction::Endless,
+        None,
+    );
+    let started = std::time::Instant::now();
+    let err = k8s
+        .get(&ar("ConfigMap"), "default", "cm")
+        .await
+        .unwrap_err();
+    // The production limit (64 MiB), long before any deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(err.code, "nrl::k8s::response_too_large");
+    assert_eq!(
+        err.message,
+        "the API server sent more than 64 MiB for /api/v1/namespaces/default/configmaps/cm \
+         while trying to get configmaps/cm in namespace `default`; stopped reading"
+    );
+    assert!(err.help.is_some());
+    assert_eq!(fake.requests(|r| r.verb == "get").len(), 1, "not retried");
+}
+
+#[tokio::test]
+async fn an_announced_length_over_the_limit_fails_before_reading() {
+    let fake = FakeK8s::start();
+    let k8s = nrl::k8s::K8s::connect(&nrl::k8s::ConnectOptions {
+        kubeconfig: Some(fake.kubeconfig_path().to_path_buf()),
+        body_limits: Some(nrl::k8s::body_limit::BodyLimits {
+            response: 1 << 20,
+            watch_line: 1 << 20,
+        }),
+        ..nrl::k8s::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    fake.inject(
+        FaultMatch::verb("list", "configmaps"),
+        FaultAction::Oversized(3 << 30),
+        None,
+    );
+    let err = k8s
+        .list(&ar("ConfigMap"), "default", None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "nrl::k8s::response_too_large");
+    assert!(
+        err.message.contains("announced a 3221225472-byte answer")
+            && err.message.contains("over 1 MiB"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn a_watch_event_without_end_fails_the_wait_at_once() {
+    let fake = FakeK8s::start();
+    let k8s = nrl::k8s::K8s::connect(&nrl::k8s::ConnectOptions {
+        kubeconfig: Some(fake.kubeconfig_path().to_path_buf()),
+        body_limits: Some(nrl::k8s::body_limit::BodyLimits {
+            response: 1 << 20,
+            watch_line: 1 << 20,
+        }),
+        ..nrl::k8s::ConnectOptions::default()
+    })
+    .await
+    .unwrap();
+    fake.inject(
+        FaultMatch::verb("watch", "rayclusters"),
+        FaultAction::Endless,
+        None,
+    );
+    let started = std::time::Instant::now();
+    let err = k8s
+        .wait_for(
+            &ar("RayCluster"),
+            "default",
+            "rc",
+            Duration::from_secs(60),
+            "ready",
+            nrl::k8s::wait::raycluster_ready,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(err.code, "nrl::k8s::response_too_large");
+    assert_eq!(
+        err.message,
+        "the API server sent a watch event over 1 MiB (no line end) for \
+         /apis/ray.io/v1/namespaces/default/rayclusters while trying to watch rayclusters in \
+         namespace `default`; stopped reading"
+    );
+    assert_eq!(fake.requests(|r| r.watch).len(), 1, "not resumed");
+}

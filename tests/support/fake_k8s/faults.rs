@@ -143,6 +143,11 @@ pub enum FaultAction {
     /// `StreamTranslatorHandler.ServeHTTP`: a non-exit error of the SPDY executor goes to
     /// `writeStatus(apierrors.NewInternalError(err))`).
     ExecFailure(String),
+    /// Answer 200 with a chunked body of `a` that never ends (no length, no newline): a
+    /// broken proxy or a hostile server. The client must stop reading by itself.
+    Endless,
+    /// Answer 200 announcing a `Content-Length` of this many bytes, then send `a` up to it.
+    Oversized(u64),
 }
 
 /// Marker the exec handler reads to fail the way an unreachable kubelet does.
@@ -178,6 +183,24 @@ fn fault_response(code: u16) -> Response {
         _ => ("InternalError", "Internal error occurred: injected fault"),
     };
     ApiError::new(code, reason, message).into_response()
+}
+
+/// 64 KiB chunks of `a` forever; with `length`, announced as that long (hyper then stops
+/// sending at that length).
+fn endless_response(length: Option<u64>) -> Response {
+    let chunks = futures::stream::repeat_with(|| {
+        Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![b'a'; 64 << 10]))
+    });
+    let mut resp = Response::new(Body::from_stream(chunks));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(len) = length {
+        resp.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    resp
 }
 
 /// Axum middleware: authentication, request log, faults, RBAC denials.
@@ -280,6 +303,14 @@ pub async fn middleware(
             return resp;
         }
         Some(FaultAction::Hang) => std::future::pending::<()>().await,
+        Some(FaultAction::Endless) => {
+            set_status(200);
+            return endless_response(None);
+        }
+        Some(FaultAction::Oversized(len)) => {
+            set_status(200);
+            return endless_response(Some(len));
+        }
         Some(FaultAction::Stall) => {
             set_status(200);
             let never = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
