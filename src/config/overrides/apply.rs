@@ -110,14 +110,25 @@ impl Cx<'_> {
     /// interpolation; a resolution failure is the override's error (Hydra: "Error merging
     /// override").
     fn select_interpolation(&self, root: &Node, env: &dyn Env) -> Result<Option<Node>> {
+        if self.ov.path.iter().any(|s| s.contains('.')) {
+            return Ok(None);
+        }
         let mut cur = root;
-        for seg in &self.ov.path {
+        for (i, seg) in self.ov.path.iter().enumerate() {
+            if i > 0 && interp::needs_eval(cur) {
+                // `OmegaConf.select` resolves an interpolation it walks through, so a key
+                // under an interpolation that fails to resolve fails the override.
+                let prefix = self.ov.path[..i].join(".");
+                interp::resolve_path(root, &prefix, env)
+                    .map_err(|d| d.context(format!("Error merging override {}", self.ov.text)))?;
+                return Ok(None);
+            }
             match cur.child(seg) {
                 Some(n) => cur = n,
                 None => return Ok(None),
             }
         }
-        if !interp::needs_eval(cur) || self.ov.path.iter().any(|s| s.contains('.')) {
+        if !interp::needs_eval(cur) {
             return Ok(None);
         }
         let dotted_path = self.ov.path.join(".");

@@ -531,3 +531,21 @@ fn add_and_delete_look_through_interpolations_like_hydra_select() {
         json!({"j": 1})
     );
 }
+
+#[test]
+fn adding_under_an_interpolation_that_cannot_resolve_fails_like_hydra_select() {
+    // NeMo-RL oracle, seed 498957 case 1402 (Hydra 1.3.2): `policy` replaced by a
+    // self-referencing interpolation, then `+policy.zza=…`: select walks through
+    // `policy`, fails to resolve it, and Hydra reports "Error merging override".
+    let e = run_resolving(
+        "policy:\n  a: 3\n",
+        &["policy='${mul:${policy.a},4}'", "+policy.zza='quoted str'"],
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("Error merging override +policy.zza='quoted str'"),
+        "{}",
+        e.message
+    );
+}
