@@ -14,6 +14,7 @@ use miette::{
 };
 
 use crate::config::source::Span;
+use crate::terminal_text::escape_keeping_lines;
 
 /// Process exit codes (DESIGN §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,7 +164,11 @@ impl Diag {
         let mut out = String::new();
         let view = DiagView::new(self);
         if handler.render_report(&mut out, &view).is_err() {
-            out = format!("error[{}]: {}", self.code, self.message);
+            out = format!(
+                "error[{}]: {}",
+                self.code,
+                escape_keeping_lines(&self.message)
+            );
         }
         out
     }
@@ -294,11 +299,13 @@ impl<'a> DiagView<'a> {
         }
         DiagView {
             diag,
-            message: diag.message.clone(),
+            // Messages quote the cluster (API server statuses, event messages, owner
+            // labels): its control characters are escaped, its line feeds kept.
+            message: escape_keeping_lines(&diag.message).into_owned(),
             source,
             labels,
             related: views,
-            help,
+            help: help.map(|h| escape_keeping_lines(&h).into_owned()),
             code: Some(diag.code),
             severity: diag.severity,
         }

@@ -13,3 +13,4 @@ pub mod ray;
 pub mod render;
 pub mod repl;
 pub mod script;
+pub mod terminal_text;

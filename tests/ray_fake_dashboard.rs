@@ -672,3 +672,64 @@ fn a_declared_length_over_the_limit_fails_before_reading_and_logs_point_to_follo
     );
     drop(fake);
 }
+
+/// What anyone who can submit a job can put in its entrypoint and message: a title
+/// change, a screen clear, a hidden-text switch, a bidi override.
+const HOSTILE: &str = "python a.py\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[8m\u{202e}yp.b";
+
+#[test]
+fn dashboard_text_in_listings_is_escaped_and_logs_stay_byte_exact() {
+    let job = serde_json::json!({
+        "submission_id": "nrl-x",
+        "job_id": "02000000",
+        "status": "FAILED",
+        "entrypoint": HOSTILE,
+        "message": format!("boom \u{1b}[31m{HOSTILE}\nsecond line"),
+        "type": "SUBMISSION",
+    })
+    .to_string();
+    let list = format!("[{job}]");
+    let log = format!(
+        "{{\"logs\": {}}}",
+        serde_json::json!(format!("{HOSTILE}\n"))
+    );
+    let router = Router::new()
+        .route("/api/jobs/", get(move || async move { json(&list) }))
+        .route(
+            "/api/jobs/{id}",
+            get(move || {
+                let job = job.clone();
+                async move { json(&job) }
+            }),
+        )
+        .route(
+            "/api/jobs/{id}/logs",
+            get(move || {
+                let log = log.clone();
+                async move { json(&log) }
+            }),
+        );
+    let fake = serve(router);
+    let stdout = |args: &[&str]| {
+        let out = nrl()
+            .args(args)
+            .args(["--address", &fake.address])
+            .assert()
+            .get_output()
+            .clone();
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (list, _) = stdout(&["job", "list"]);
+    let (status, _) = stdout(&["job", "status", "nrl-x"]);
+    insta::assert_snapshot!(format!(
+        "$ nrl job list\n{list}\n$ nrl job status nrl-x\n{status}"
+    ));
+    assert!(!list.contains('\u{1b}') && !status.contains('\u{1b}'));
+    // A log is the job's own output: passed through as it is.
+    let (logs, _) = stdout(&["job", "logs", "nrl-x"]);
+    assert_eq!(logs, format!("{HOSTILE}\n"));
+    drop(fake);
+}

@@ -198,19 +198,41 @@ fn rayjob_apply_then_wait_success() {
     assert_eq!(rayjob_watches.len(), 1, "one watch for the whole wait");
 }
 
-#[test]
-fn rayjob_failed_job_exits_non_zero() {
+/// `nrl run` of the RayJob recipe whose job fails with `message`: exit code and stderr.
+fn run_failing_rayjob(message: &str) -> (Option<i32>, String) {
     let f = fake();
-    f.set_rayjob_script("rc-train", RayJobScript::fails("OOM"));
+    f.set_rayjob_script("rc-train", RayJobScript::fails(message));
     let d = tempfile::tempdir().unwrap();
     let r = recipe(d.path(), RAYJOB_INFRA);
     let out = nrl(d.path(), Some(&f))
         .args(["run", &r, "--ttl", "0"])
         .output()
         .unwrap();
-    let e = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    (out.status.code(), text(&out.stderr))
+}
+
+#[test]
+fn rayjob_failed_job_exits_non_zero() {
+    let (code, e) = run_failing_rayjob("OOM");
+    assert_eq!(code, Some(1), "{e}");
     assert!(e.contains("message: OOM"), "{e}");
+}
+
+/// A job's failure message is written by the job (Ray quotes the last lines of its
+/// output): on nrl's stderr its escape sequences are shown, not obeyed (issue 15 item 5).
+#[test]
+fn rayjob_failure_messages_cannot_drive_the_terminal() {
+    let (code, e) =
+        run_failing_rayjob("exit 3: \u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[8mhidden\u{202e}txt");
+    assert_eq!(code, Some(1), "{e}");
+    assert!(
+        !e.contains('\u{1b}') && !e.contains('\u{202e}') && !e.contains('\u{7}'),
+        "{e:?}"
+    );
+    assert!(
+        e.contains("exit 3: \\e]0;owned\\x07\\e[2J\\e[8mhidden\\u{202e}txt"),
+        "{e}"
+    );
 }
 
 /// Regression of ref §11 C2: KubeRay reports a STOPPED job as `Complete`; the reference

@@ -241,6 +241,21 @@ fn tables_of_maps() {
     );
 }
 
+/// A table shows what a cluster said (a pod message, a job entrypoint) escaped; `print`
+/// is the script's own output and stays as it is.
+#[test]
+fn table_cells_are_escaped_and_print_is_not() {
+    let out = output_of(
+        r#"let hostile = "boom\x1b[2J\x1b]0;t\x07" + "\u202e" + "x\ny";
+           print(table([#{name: "p", message: hostile}], ["name", "message"]));
+           print(hostile);"#,
+    );
+    assert_eq!(
+        out,
+        "NAME  MESSAGE\np     boom\\e[2J\\e]0;t\\x07\\u{202e}x\\ny\nboom\u{1b}[2J\u{1b}]0;t\u{7}\u{202e}x\ny\n"
+    );
+}
+
 #[test]
 fn prompts_without_a_terminal_take_the_default_or_fail() {
     let r = run(r#"print(interactive());

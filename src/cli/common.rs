@@ -6,12 +6,12 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use comfy_table::{ContentArrangement, Table, presets};
 
 use crate::config::layers::{LoadedConfig, load};
 use crate::config::namespace::InferredNamespace;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::{ClusterContext, ConnectOptions, K8s};
+use crate::terminal_text::Wrap;
 
 /// `RECIPE [--infra FILE] [OVERRIDES…]`
 #[derive(Debug, Clone, Args)]
@@ -172,26 +172,13 @@ pub enum Output {
     Json,
 }
 
-/// A borderless table, columns two spaces apart; wrapped to the terminal when there is
-/// one, never truncated otherwise.
+/// A borderless table, columns two spaces apart, cells escaped; wrapped to the terminal
+/// when there is one, never truncated otherwise.
 pub fn plain_table(header: &[&str], rows: Vec<Vec<String>>) -> String {
-    let mut table = Table::new();
-    table.load_style(presets::NOTHING);
-    if std::io::stdout().is_terminal() {
-        table.set_content_arrangement(ContentArrangement::Dynamic);
+    let wrap = if std::io::stdout().is_terminal() {
+        Wrap::ToTerminal
     } else {
-        table.force_no_tty();
-    }
-    table.set_header(header.to_vec());
-    for r in rows {
-        table.add_row(r);
-    }
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
-    table
-        .lines()
-        .map(|line| line.trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+        Wrap::Never
+    };
+    crate::terminal_text::plain_table(header, rows, wrap)
 }

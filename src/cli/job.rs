@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use comfy_table::{ContentArrangement, Table, presets};
 
 use crate::diag::{Diag, Exit, Result};
 use crate::ray::follow::CODE_OUTPUT_CLOSED;
@@ -17,6 +16,7 @@ use crate::ray::{
     FollowOptions, JobDetails, JobSpec, JobStatus, PackageOptions, RayClient, RayClientOptions,
     SubmitRequest, UploadSet, follow_job, stop_job, submit_job,
 };
+use crate::terminal_text::{self, Wrap};
 
 /// Submit, list, inspect, follow and stop Ray jobs.
 #[derive(Debug, Args)]
@@ -359,17 +359,11 @@ fn reattach_command(client: &RayClient, id: &str) -> String {
 }
 
 fn final_line(id: &str, job: &JobDetails) -> String {
-    let first_line = |s: &Option<String>| {
-        s.as_deref()
-            .and_then(|m| m.lines().next())
-            .unwrap_or("")
-            .to_string()
-    };
     match job.status {
         JobStatus::Succeeded => format!("job {id} SUCCEEDED"),
         JobStatus::Stopped => format!("job {id} STOPPED"),
         status => {
-            let message = first_line(&job.message);
+            let message = terminal_text::first_line(job.message.as_deref().unwrap_or(""));
             if message.is_empty() {
                 format!("job {id} {status}")
             } else {
@@ -379,43 +373,39 @@ fn final_line(id: &str, job: &JobDetails) -> String {
     }
 }
 
-/// Table of jobs: id, status, start, end, entrypoint (first line, truncated).
+/// Table of jobs: id, status, start, end, entrypoint (first line, truncated); cells
+/// escaped, since anyone who can submit a job writes its entrypoint.
 pub fn jobs_table(jobs: &[JobDetails], terminal: bool) -> String {
-    let mut table = Table::new();
-    table.load_style(presets::NOTHING);
-    if terminal {
-        table.set_content_arrangement(ContentArrangement::Dynamic);
+    let rows = jobs
+        .iter()
+        .map(|job| {
+            let id = match (&job.submission_id, &job.job_id) {
+                (Some(s), _) => s.clone(),
+                (None, Some(j)) => format!("{j} (driver)"),
+                (None, None) => "-".to_string(),
+            };
+            vec![
+                id,
+                job.status.to_string(),
+                time_cell(job.start_time),
+                time_cell(job.end_time),
+                truncate_entrypoint(job.entrypoint.as_deref().unwrap_or(""), 60),
+            ]
+        })
+        .collect();
+    let wrap = if terminal {
+        Wrap::ToTerminal
     } else {
-        table.force_no_tty();
-    }
-    table.set_header(vec!["ID", "STATUS", "START", "END", "ENTRYPOINT"]);
-    for job in jobs {
-        let id = match (&job.submission_id, &job.job_id) {
-            (Some(s), _) => s.clone(),
-            (None, Some(j)) => format!("{j} (driver)"),
-            (None, None) => "-".to_string(),
-        };
-        table.add_row(vec![
-            id,
-            job.status.to_string(),
-            time_cell(job.start_time),
-            time_cell(job.end_time),
-            truncate_entrypoint(job.entrypoint.as_deref().unwrap_or(""), 60),
-        ]);
-    }
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
-    table
-        .lines()
-        .map(|line| line.trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+        Wrap::Never
+    };
+    terminal_text::plain_table(&["ID", "STATUS", "START", "END", "ENTRYPOINT"], rows, wrap)
 }
 
 fn describe(job: &JobDetails) -> String {
     let mut out = String::new();
-    let mut line = |k: &str, v: &str| out.push_str(&format!("{k:<12}{v}\n"));
+    // Every value but the times comes from the dashboard: escaped, one line each.
+    let mut line =
+        |k: &str, v: &str| out.push_str(&format!("{k:<12}{}\n", terminal_text::escape(v)));
     line("id:", job.id().unwrap_or("-"));
     line("status:", job.status.as_str());
     if let Some(kind) = &job.job_type {
@@ -431,8 +421,7 @@ fn describe(job: &JobDetails) -> String {
         line("error:", kind);
     }
     if let Some(message) = job.message.as_deref().filter(|m| !m.is_empty()) {
-        let first = message.lines().next().unwrap_or("");
-        line("message:", first);
+        line("message:", message.lines().next().unwrap_or(""));
     }
     out
 }

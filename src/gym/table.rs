@@ -4,6 +4,7 @@
 use comfy_table::{ContentArrangement, Table, presets};
 
 use super::state::{BenchStatus, summary};
+use crate::terminal_text::{cell, escape};
 
 /// How many rows a table shows before it summarises the rest.
 pub const MAX_ROWS: usize = 40;
@@ -36,11 +37,12 @@ pub fn render(rows: &[BenchStatus], width: Option<u16>) -> String {
         shown.truncate(MAX_ROWS);
     }
     for r in shown {
+        // The detail quotes pod reasons and messages from the cluster.
         table.add_row(vec![
-            r.benchmark.as_str(),
-            r.phase.as_str(),
-            r.job.as_str(),
-            r.detail.as_str(),
+            cell(&r.benchmark),
+            r.phase.as_str().to_string(),
+            cell(&r.job),
+            cell(&r.detail),
         ]);
     }
     let mut out = table.trim_fmt();
@@ -59,10 +61,11 @@ pub fn transitions(before: &[BenchStatus], after: &[BenchStatus]) -> Vec<String>
         .enumerate()
         .filter(|(i, r)| before.get(*i) != Some(*r))
         .map(|(_, r)| {
+            let benchmark = escape(&r.benchmark);
             if r.detail.is_empty() {
-                format!("{}: {}", r.benchmark, r.phase)
+                format!("{benchmark}: {}", r.phase)
             } else {
-                format!("{}: {} ({})", r.benchmark, r.phase, r.detail)
+                format!("{benchmark}: {} ({})", r.phase, escape(&r.detail))
             }
         })
         .collect()
@@ -118,6 +121,25 @@ mod tests {
         assert!(lines[1].contains("b77"), "{t}");
         assert!(t.contains("… and 60 more"));
         assert_eq!(lines.len(), 1 + MAX_ROWS + 2);
+    }
+
+    #[test]
+    fn cluster_text_in_the_table_and_transitions_is_escaped() {
+        let rows = vec![row(
+            "math",
+            Phase::Failed,
+            "\u{1b}[2Jdriver\u{202e} exited 3\nmore",
+        )];
+        let t = render(&rows, None);
+        assert_eq!(
+            t.lines().nth(1).map(str::trim_end),
+            Some(" math       Failed  gym-run-math  \\e[2Jdriver\\u{202e} exited 3\\nmore"),
+            "{t}"
+        );
+        assert_eq!(
+            transitions(&[], &rows),
+            ["math: Failed (\\e[2Jdriver\\u{202e} exited 3\\nmore)"]
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::terminal_text::escape_keeping_lines;
+
 /// Where every line goes when the caller routes progress itself.
 type LineFn = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -84,9 +86,10 @@ impl Progress {
         }
     }
 
-    /// A line that stays.
+    /// A line that stays. Progress quotes what the cluster says (states, reasons, event
+    /// messages), so control characters are escaped; line feeds stay.
     pub fn line(&self, msg: impl AsRef<str>) {
-        let msg = msg.as_ref();
+        let msg = &*escape_keeping_lines(msg.as_ref());
         match &*self.sink {
             Sink::Terminal(m) => {
                 let _ = m.println(msg);
@@ -112,7 +115,7 @@ impl Progress {
                     ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
                         .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 );
-                bar.set_message(msg.clone());
+                bar.set_message(escape_keeping_lines(&msg).into_owned());
                 bar.enable_steady_tick(Duration::from_millis(120));
                 Some(bar)
             }
@@ -155,7 +158,7 @@ impl Step {
             return;
         }
         match &self.bar {
-            Some(b) => b.set_message(msg.clone()),
+            Some(b) => b.set_message(escape_keeping_lines(&msg).into_owned()),
             None => self.progress.line(&msg),
         }
         *last = msg;
@@ -181,6 +184,22 @@ impl Drop for Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_from_the_cluster_cannot_drive_the_terminal() {
+        let p = Progress::capture();
+        p.line("[training] pod p Pending: \u{1b}[2J\u{1b}]0;x\u{7}\nnext line");
+        let s = p.step("waiting: \u{9b}K");
+        s.update("waiting: \u{202e}gnidnep");
+        assert_eq!(
+            p.lines(),
+            [
+                "[training] pod p Pending: \\e[2J\\e]0;x\\x07\nnext line",
+                "waiting: \\u{009b}K",
+                "waiting: \\u{202e}gnidnep",
+            ]
+        );
+    }
 
     #[test]
     fn captured_steps_print_changes_only() {

@@ -2,7 +2,6 @@
 //! objects as NAME/NAMESPACE/KIND/STATUS/AGE), maps and manifests as YAML, handles as
 //! their one-line status, `()` as nothing.
 
-use comfy_table::{Table, presets};
 use rhai::{Array, Dynamic, Engine, Map, Scope};
 
 use crate::config::node::Node;
@@ -10,6 +9,7 @@ use crate::render::emit::{to_yaml, to_yaml_stream};
 use crate::script::builtins::k8s::{PortForward, k8s_module};
 use crate::script::builtins::render::Manifest;
 use crate::script::convert::{dynamic_to_json, dynamic_to_node};
+use crate::terminal_text::Wrap;
 
 /// Widest table cell before it is cut.
 const CELL: usize = 48;
@@ -159,21 +159,7 @@ fn table(items: &Array) -> String {
     } else {
         generic_rows(&maps)
     };
-    let mut table = Table::new();
-    table.load_style(presets::NOTHING);
-    table.force_no_tty();
-    table.set_header(header);
-    for row in rows {
-        table.add_row(row);
-    }
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
-    table
-        .lines()
-        .map(|l| l.trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    crate::terminal_text::plain_table(&header, rows, Wrap::Never)
 }
 
 /// Columns: every key, in order of first appearance; nested values as short JSON.

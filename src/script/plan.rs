@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use comfy_table::{Table, presets};
+use crate::terminal_text::{Wrap, plain_table};
 
 /// One recorded action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,30 +101,26 @@ pub fn render_steps(steps: &[PlanStep]) -> String {
     if steps.is_empty() {
         return "plan: no changes (the script would not change anything)\n".to_string();
     }
-    let mut table = Table::new();
-    table.load_style(presets::NOTHING);
-    table.force_no_tty();
-    table.set_header(vec!["#", "ACTION", "TARGET", "DETAILS"]);
-    for (i, s) in steps.iter().enumerate() {
-        table.add_row(vec![
-            (i + 1).to_string(),
-            s.action.clone(),
-            s.target.clone(),
-            s.details.clone(),
-        ]);
-    }
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
+    let rows = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            vec![
+                (i + 1).to_string(),
+                s.action.clone(),
+                s.target.clone(),
+                s.details.clone(),
+            ]
+        })
+        .collect();
+    let table = plain_table(&["#", "ACTION", "TARGET", "DETAILS"], rows, Wrap::Never);
     let mut out = format!(
         "plan: {} step{} (dry run: nothing was changed)\n",
         steps.len(),
         if steps.len() == 1 { "" } else { "s" }
     );
-    for line in table.lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    out.push_str(&table);
+    out.push('\n');
     out
 }
 

@@ -1,6 +1,5 @@
 //! `data` (global functions): regular expressions, JSON and YAML in and out, and tables.
 
-use comfy_table::{ContentArrangement, Table, presets};
 use rhai::plugin::*;
 use rhai::{Array, Dynamic, Map};
 
@@ -11,6 +10,7 @@ use crate::script::convert::{dynamic_to_json, dynamic_to_node, node_to_dynamic};
 use crate::script::errors::{RhaiResult, fail, usage};
 use crate::script::host::host;
 use crate::script::output::Stream;
+use crate::terminal_text::Wrap;
 
 #[export_module]
 pub mod data_module {
@@ -180,13 +180,10 @@ pub fn render_table(rows: &Array, columns: Option<Vec<String>>) -> RhaiResult<St
         }
         cols
     });
-    let mut table = Table::new();
-    table.load_style(presets::NOTHING);
-    table.force_no_tty();
-    table.set_content_arrangement(ContentArrangement::Disabled);
-    table.set_header(columns.iter().map(|c| c.to_uppercase()).collect::<Vec<_>>());
-    for m in &maps {
-        table.add_row(
+    let header: Vec<String> = columns.iter().map(|c| c.to_uppercase()).collect();
+    let rows = maps
+        .iter()
+        .map(|m| {
             columns
                 .iter()
                 .map(|c| match m.get(c.as_str()) {
@@ -194,15 +191,12 @@ pub fn render_table(rows: &Array, columns: Option<Vec<String>>) -> RhaiResult<St
                     Some(v) if v.is_unit() => "-".to_string(),
                     Some(v) => v.to_string(),
                 })
-                .collect::<Vec<_>>(),
-        );
-    }
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
-    Ok(table
-        .lines()
-        .map(|l| l.trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n"))
+                .collect()
+        })
+        .collect();
+    Ok(crate::terminal_text::plain_table(
+        &header,
+        rows,
+        Wrap::Never,
+    ))
 }
