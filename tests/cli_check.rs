@@ -498,3 +498,51 @@ fn an_alias_bomb_is_a_clear_error_naming_the_alias() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     insta::assert_snapshot!(err);
 }
+
+#[test]
+fn a_written_bundle_that_holds_a_literal_secret_says_so() {
+    // Issue 15 item 7: `check -o` wrote literal secrets into a file without a word, even
+    // with the doctor skipped or the finding silenced.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |infra: &str, out: &str, extra: &[&str]| {
+        let path = dir.path().join(out);
+        let o = nrl()
+            .args([
+                "check",
+                "tests/data/doctor/recipe.yaml",
+                "--infra",
+                infra,
+                "-o",
+            ])
+            .arg(&path)
+            .args(extra)
+            .output()
+            .expect("runs");
+        let stderr =
+            String::from_utf8_lossy(&o.stderr).replace(&dir.path().display().to_string(), "<tmp>");
+        (o.status.code(), stderr)
+    };
+    let (code, stderr) = run(
+        "tests/data/doctor/secret_env.infra.yaml",
+        "bundle.yaml",
+        &["--skip-doctor"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    insta::assert_snapshot!(stderr);
+    let (_, stderr) = run(
+        "tests/data/doctor/secret_env.infra.yaml",
+        "manifests.yaml",
+        &["--manifests-only", "--skip-doctor"],
+    );
+    assert!(
+        stderr.starts_with("warning: <tmp>/manifests.yaml holds 1 secret value(s) in clear"),
+        "{stderr}"
+    );
+    // No secret, no warning.
+    let (code, stderr) = run(
+        "tests/data/doctor/infra.yaml",
+        "clean.yaml",
+        &["--skip-doctor"],
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+}

@@ -231,3 +231,28 @@ fn render_refuses_an_alias_bomb() {
         "{stderr}"
     );
 }
+
+#[test]
+fn render_refuses_a_secret_read_by_interpolation_and_never_shows_it() {
+    // Issue 15 item 7: `${oc.env:HF_TOKEN}` in `run:` resolved on the laptop into the
+    // driver's command line and the resolved config on the PVC.
+    let out = nrl()
+        .args([
+            "gym",
+            "render",
+            CONFIG,
+            "driver.benchmarks.gpqa.run.hf_token='${oc.env:HF_TOKEN}'",
+        ])
+        .env("HF_TOKEN", "hf_cli_secret")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("nrl::gym::secret_interpolation")
+            && stderr.contains("`HF_TOKEN: secret:HF_TOKEN` under `driver.env`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hf_cli_secret"), "{stderr}");
+}

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use super::common::RecipeArgs;
 use crate::diag::{Exit, Result};
 use crate::doctor;
-use crate::launch::check::{Checked, bundle, check};
+use crate::launch::check::{Checked, bundle, check, written_secrets_warning};
 use crate::launch::output_file::write_output;
 use crate::render::{emit, summary};
 
@@ -93,6 +93,9 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
                     checked.manifests.len(),
                     path.display()
                 );
+                if let Some(warning) = written_secrets_warning(checked, path) {
+                    eprintln!("{warning}");
+                }
             }
             None => print!("{text}"),
         }
@@ -117,6 +120,9 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
             checked.manifests.len(),
             path.display()
         );
+        if let Some(warning) = written_secrets_warning(checked, path) {
+            eprintln!("{warning}");
+        }
         return Ok(());
     }
     print!(

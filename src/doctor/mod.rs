@@ -204,6 +204,21 @@ pub fn offline_with(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) -> R
     Report::new(findings, &allows)
 }
 
+/// The secrets written literally into the recipe's env values (the `literal_secret`
+/// rule alone, allows ignored): what a file written from these manifests holds in clear.
+pub fn literal_secrets(cfg: &LoadedConfig, manifests: &[Node]) -> Vec<Finding> {
+    let opts = Options::default();
+    let ctx = Ctx {
+        cfg,
+        manifests,
+        opts: &opts,
+        entry_overrides: std::cell::OnceCell::new(),
+    };
+    let mut out = Vec::new();
+    secrets::check(&ctx, &mut out);
+    dedupe(out)
+}
+
 /// The raw findings of every offline rule, before allows (deduplicated, in rule order).
 pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) -> Vec<Finding> {
     let ctx = Ctx {

@@ -1,5 +1,7 @@
 //! `nrl check`: load, render and validate without touching a cluster.
 
+use std::path::Path;
+
 use crate::config::layers::{LoadRequest, LoadedConfig, load};
 use crate::config::node::Node;
 use crate::diag::{Diag, Result};
@@ -35,6 +37,32 @@ pub fn validate_manifests(manifests: &[Node]) -> Result<()> {
         None => Ok(()),
         Some(d) => Err(d),
     }
+}
+
+/// The warning a file written by `check -o` (bundle or manifests) needs when it holds
+/// secrets in clear: the doctor's literal secrets, even silenced ones, since the file
+/// leaves this terminal (shared, attached to a ticket, committed). `None` when it holds
+/// none. Values stay in the file, so it can still be applied.
+pub fn written_secrets_warning(checked: &Checked, path: &Path) -> Option<String> {
+    let found = crate::doctor::literal_secrets(&checked.config, &checked.manifests);
+    if found.is_empty() {
+        return None;
+    }
+    let mut places: Vec<String> = found
+        .iter()
+        .map(|f| {
+            f.span
+                .map_or_else(|| "generated".to_string(), |s| s.location())
+        })
+        .collect();
+    places.dedup();
+    Some(format!(
+        "warning: {} holds {} secret value(s) in clear, written literally at {}: anyone who can read the file can read them; keep it private, or store them in a Secret and reference it with `valueFrom.secretKeyRef` ({})",
+        path.display(),
+        found.len(),
+        places.join(", "),
+        found[0].code
+    ))
 }
 
 /// The `check -o` bundle: `{infra, recipe, manifests}` (ref-config-render §5.3).

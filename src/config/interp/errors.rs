@@ -404,6 +404,18 @@ pub(crate) fn unknown_resolver(
 }
 
 /// A resolver that was called but failed (bad arguments, unset variable, …).
+/// `${oc.env:VAR}` of a variable an [`super::EnvGuard`] refuses.
+pub(crate) fn env_refused(site: Site<'_, '_>, interp: &Interp, refusal: super::EnvRefusal) -> Fail {
+    Fail::from(
+        Diag::new(refusal.code, refusal.message)
+            .label(
+                site_span(site, interp),
+                format!("`{}` at `{}`", interp_text(site, interp), site.path()),
+            )
+            .help(refusal.help),
+    )
+}
+
 pub(crate) fn resolver_failed(
     site: Site<'_, '_>,
     interp: &Interp,

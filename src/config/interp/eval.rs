@@ -131,6 +131,8 @@ pub(crate) struct Engine<'a> {
     /// Set when the last node lookup reached a mapping or list written in the config (a
     /// DictConfig / ListConfig to Python resolvers), not a resolver result.
     pub raw_container: bool,
+    /// Variables `${oc.env:…}` may not read (see [`super::EnvGuard`]).
+    pub guard: Option<&'a dyn super::EnvGuard>,
 }
 
 /// How many interpolations may be under evaluation at once (a chain `a -> b -> …`).
@@ -157,6 +159,7 @@ impl<'a> Engine<'a> {
             user: None,
             decodes: 0,
             raw_container: false,
+            guard: None,
         }
     }
 

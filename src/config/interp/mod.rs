@@ -72,9 +72,30 @@ pub fn check_syntax(root: &Node) -> Result<()> {
     Diag::aggregate(errors).map_or(Ok(()), Err)
 }
 
+/// Decides which variables `${oc.env:…}` may not read while resolving a tree (a Gym
+/// config refuses secrets: the resolved value would land in clear in a Job spec).
+pub trait EnvGuard {
+    /// Why `var` may not be read, and what to write instead; `None` allows it.
+    fn refuse(&self, var: &str) -> Option<EnvRefusal>;
+}
+
+/// An [`EnvGuard`]'s refusal, reported at the interpolation.
+#[derive(Debug, Clone)]
+pub struct EnvRefusal {
+    pub code: &'static str,
+    pub message: String,
+    pub help: String,
+}
+
 /// Resolve the whole tree.
 pub fn resolve(root: &Node, env: &dyn Env) -> Result<Node> {
+    resolve_guarded(root, env, None)
+}
+
+/// [`resolve`], with `${oc.env:…}` reads checked by `guard`.
+pub fn resolve_guarded(root: &Node, env: &dyn Env, guard: Option<&dyn EnvGuard>) -> Result<Node> {
     let mut engine = Engine::new(root, env);
+    engine.guard = guard;
     let mut chain = vec![Frame {
         node: root,
         key: Key::Root,

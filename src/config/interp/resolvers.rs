@@ -60,6 +60,9 @@ impl<'a> Engine<'a> {
                         "write the variable name: `${oc.env:HOME}`".into(),
                     ));
                 };
+                if let Some(refusal) = self.guard.and_then(|g| g.refuse(var)) {
+                    return Err(errors::env_refused(site, interp, refusal));
+                }
                 match (self.env.var(var), args.get(1)) {
                     (Some(v), _) => Ok(Val::Owned(Node::str(v))),
                     // The default goes through Python's str(), except null.

@@ -9,7 +9,10 @@
 //! `_TOKEN`, `_SECRET` or `PASSWORD`; secrets reach the pod through the run's Secret,
 //! never through the Job spec (ref §7 #1).
 
+use std::collections::BTreeSet;
+
 use crate::config::env::Env;
+use crate::config::interp::{EnvGuard, EnvRefusal};
 use crate::config::node::{KeyKind, Node, Value};
 use crate::config::typed::check::{Cx, Path, RULE, TYPE, wrong_type};
 use crate::diag::Diag;
@@ -38,6 +41,61 @@ fn is_k8s_env_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || "-._".contains(c))
         && chars.all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+}
+
+/// Code of a `${oc.env:…}` that would write a secret into the Job spec.
+pub const CODE_SECRET_INTERPOLATION: &str = "nrl::gym::secret_interpolation";
+
+/// Refuses `${oc.env:VAR}` of a secret anywhere in a Gym config. Interpolations resolve on
+/// the submitting machine and every resolved value lands in clear in the Job (a `run:` or
+/// `prepare:` value on the driver's command line, a `command:` in its script, a `lit:` env
+/// value in the spec) and in the resolved config written to the PVC. A secret is a
+/// variable whose name looks like one ([`is_secret_name`]) or one the config delivers as
+/// a secret (`secret:VAR`, or `host:VAR` under a secret-looking key).
+pub(super) struct SecretEnvGuard {
+    declared: BTreeSet<String>,
+}
+
+impl SecretEnvGuard {
+    /// The guard for `tree` (unresolved): its declared secrets are collected first.
+    pub fn for_tree(tree: &Node) -> SecretEnvGuard {
+        let mut declared = BTreeSet::new();
+        tree.walk(&mut Vec::new(), &mut |path, node| {
+            let Some(raw) = node.as_str() else { return };
+            let key = path.last().map(String::as_str).unwrap_or("");
+            match raw.split_once(':') {
+                Some(("secret", var)) => {
+                    declared.insert(var.to_string());
+                }
+                Some(("host", var)) if is_secret_name(key) => {
+                    declared.insert(var.to_string());
+                }
+                _ => {}
+            }
+        });
+        SecretEnvGuard { declared }
+    }
+}
+
+impl EnvGuard for SecretEnvGuard {
+    fn refuse(&self, var: &str) -> Option<EnvRefusal> {
+        let why = if self.declared.contains(var) {
+            "the config delivers it as a secret"
+        } else if is_secret_name(var) {
+            "its name marks it as a secret"
+        } else {
+            return None;
+        };
+        Some(EnvRefusal {
+            code: CODE_SECRET_INTERPOLATION,
+            message: format!(
+                "`${{oc.env:{var}}}` would write the value of {var} in clear into the Job spec and the resolved config on the PVC ({why})"
+            ),
+            help: format!(
+                "deliver it through the run's Secret: set `{var}: secret:{var}` under `driver.env` (or the service's `env`) and let the program read ${var} from its environment; a `command:` script can use \"${var}\""
+            ),
+        })
+    }
 }
 
 /// Read an `env` mapping, resolving `host:` values through `env`.

@@ -23,7 +23,7 @@ mod tests;
 mod tests_rules;
 
 pub use dump::to_node;
-pub use env::{is_secret_name, is_var_name};
+pub use env::{CODE_SECRET_INTERPOLATION, is_secret_name, is_var_name};
 pub use model::*;
 pub use rules::{
     CODE_BENCH_NAME, CODE_COLLISION, CODE_GPUS, CODE_IDLE_GPUS, CODE_OTEL, CODE_POLICY,
@@ -117,7 +117,8 @@ fn finish(
     }
     overrides::apply_all(&mut tree, &ovs, Side::Gym)?;
     interp::check_syntax(&tree)?;
-    let resolved = interp::resolve(&tree, env)?;
+    let guard = env::SecretEnvGuard::for_tree(&tree);
+    let resolved = interp::resolve_guarded(&tree, env, Some(&guard))?;
     let (config, warnings) = validate(&resolved, env)?;
     Ok(LoadedGym {
         config,

@@ -417,3 +417,57 @@ fn dump_is_in_model_order_with_host_refs() {
     let all = to_node(&c, None).to_json();
     assert_eq!(all["driver"]["benchmarks"].as_object().unwrap().len(), 2);
 }
+
+/// Issue 15 item 7: a secret read by interpolation would land in clear in the Job's
+/// command line (or script, or env) and in the resolved config on the PVC.
+#[test]
+fn secrets_read_by_interpolation_are_refused_where_they_are_written() {
+    let text = FIXTURE.replace(
+        "    bench_a: {}\n",
+        "    bench_a:\n      run:\n        hf_token: ${oc.env:HF_TOKEN}\n",
+    );
+    assert_ne!(text, FIXTURE);
+    let e = match try_load_from(&text, &[]) {
+        Ok(_) => panic!("a secret in run: must be refused"),
+        Err(e) => e,
+    };
+    assert_eq!(e.code, super::CODE_SECRET_INTERPOLATION);
+    insta::assert_snapshot!(e.render(false, 100));
+
+    // Everywhere a resolved value goes: prepare:, command:, a lit: env value, embedded in
+    // a longer string, with a default.
+    for ov in [
+        "driver.benchmarks.bench_a.prepare.token='${oc.env:HF_TOKEN}'",
+        "driver.benchmarks.bench_a.command='curl -H \"Bearer ${oc.env:OPENAI_API_KEY,none}\"'",
+        "driver.env={AUTH: 'lit:${oc.env:DB_PASSWORD}'}",
+    ] {
+        let e = load_err(&[ov]);
+        assert_eq!(
+            e.code,
+            super::CODE_SECRET_INTERPOLATION,
+            "{ov}: {}",
+            e.message
+        );
+    }
+    // A variable the config itself delivers as a secret is one too, whatever its name.
+    let e = load_err(&[
+        "driver.env={CREDS: 'secret:MY_USER'}",
+        "driver.benchmarks.bench_a.run.who='${oc.env:MY_USER}'",
+    ]);
+    assert_eq!(e.code, super::CODE_SECRET_INTERPOLATION, "{}", e.message);
+    assert!(
+        e.message.contains("delivers it as a secret"),
+        "{}",
+        e.message
+    );
+
+    // The forms the help shows load, and the value stays out of the spec.
+    let l = load(&[
+        "driver.env={HF_TOKEN: 'secret:HF_TOKEN'}",
+        "driver.benchmarks.bench_a.run.user='${oc.env:MY_USER}'",
+    ]);
+    assert_eq!(
+        l.config.driver.env["HF_TOKEN"].secret_var(),
+        Some("HF_TOKEN")
+    );
+}
