@@ -733,3 +733,71 @@ fn dashboard_text_in_listings_is_escaped_and_logs_stay_byte_exact() {
     assert_eq!(logs, format!("{HOSTILE}\n"));
     drop(fake);
 }
+
+/// Issue 15 item 13: `nrl script --dry-run` made a real `GET /api/jobs/<id>`. A plan
+/// touches no dashboard unless reads are allowed, and then it lists what it read.
+#[test]
+fn plan_mode_reads_no_dashboard_unless_reads_are_allowed() {
+    let hits = Hits::default();
+    let h = hits.clone();
+    let router = Router::new().route(
+        "/api/jobs/{id}",
+        get(move || {
+            h.push("GET /api/jobs/{id}");
+            async { json(r#"{"submission_id": "raysubmit_1", "status": "RUNNING"}"#) }
+        }),
+    );
+    let fake = serve(router);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("peek.rhai");
+    let body = format!(
+        "let d = ray::dashboard(\"{}\");\nprint(d.job(\"raysubmit_1\").status());\n",
+        fake.address
+    );
+    std::fs::write(&script, &body).unwrap();
+    let run = |extra: &[&str]| {
+        let out = nrl()
+            .current_dir(dir.path())
+            .args(["script", "peek.rhai", "--dry-run"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).replace(&fake.address, "<dashboard>");
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+
+    let (code, _, stderr) = run(&[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("nrl::script::plan_live_read")
+            && stderr.contains("would read the Ray dashboard at <dashboard>")
+            && stderr.contains("--allow-reads"),
+        "{stderr}"
+    );
+    assert_eq!(
+        hits.all(),
+        Vec::<String>::new(),
+        "the plan reached the dashboard"
+    );
+
+    let (code, stdout, stderr) = run(&["--allow-reads"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // Columns are as wide as the dashboard's address, whose port varies: one space apart.
+    let stdout: Vec<String> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    insta::assert_snapshot!(stdout.join("\n"));
+    assert_eq!(hits.count("GET /api/jobs/{id}"), 1);
+
+    // The script may allow them itself.
+    std::fs::write(
+        &script,
+        format!("plan_options(#{{live_reads: true}});\n{body}"),
+    )
+    .unwrap();
+    let (code, _, stderr) = run(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(hits.count("GET /api/jobs/{id}"), 2);
+    drop(fake);
+}

@@ -21,6 +21,16 @@ fn run_on(fake: &FakeK8s, text: &str) -> Run {
     })
 }
 
+/// (action, target) of each recorded plan step.
+fn plan_steps(r: &Run) -> Vec<(String, String)> {
+    r.host
+        .plan
+        .steps()
+        .into_iter()
+        .map(|s| (s.action, s.target))
+        .collect()
+}
+
 #[test]
 fn objects_are_applied_read_listed_and_deleted() {
     let fake = FakeK8s::start();
@@ -132,15 +142,8 @@ fn plan_mode_records_changes_without_contacting_the_cluster() {
     );
     r.ok();
     assert_eq!(r.stdout(), "RayCluster\ntrue\ntrue\nPlanned\ntrue\n");
-    let actions: Vec<(String, String)> = r
-        .host
-        .plan
-        .steps()
-        .into_iter()
-        .map(|s| (s.action, s.target))
-        .collect();
     assert_eq!(
-        actions,
+        plan_steps(&r),
         [
             ("apply".into(), "RayCluster/alice-quickstart".into()),
             ("delete".into(), "RayCluster/old".into()),
@@ -150,6 +153,45 @@ fn plan_mode_records_changes_without_contacting_the_cluster() {
         ]
     );
     assert!(fake.request_log().is_empty(), "{:?}", fake.request_log());
+}
+
+/// Issue 15 item 13: a read in plan mode is refused (no request reaches the API
+/// server) unless reads are allowed; then the plan lists it.
+#[test]
+fn plan_mode_reads_nothing_from_the_cluster_unless_reads_are_allowed() {
+    let fake = FakeK8s::start();
+    let script = r#"print(k8s::namespace());
+        try { k8s::get("ConfigMap", "settings") } catch (e) { print(e.code); print(e.message) }
+        try { k8s::list("Pod") } catch (e) { print(e.code) }
+        plan_options(#{live_reads: true});
+        print(k8s::get("ConfigMap", "settings"));
+        print(k8s::list("Pod").len());"#;
+    let kubeconfig = fake.kubeconfig_path().to_path_buf();
+    let r = run_with("peek.rhai", script, &[], move |o| {
+        o.dry_run = true;
+        o.connect.kubeconfig = Some(kubeconfig);
+    });
+    r.ok();
+    assert_eq!(
+        r.stdout(),
+        "default\n\
+         nrl::script::plan_live_read\n\
+         plan mode: this call would read the Kubernetes API, and a plan touches nothing\n\
+         nrl::script::plan_live_read\n\
+         \n\
+         0\n"
+    );
+    let verbs: Vec<String> = fake
+        .request_log()
+        .iter()
+        .map(|q| format!("{} {}", q.verb, q.resource.clone().unwrap_or_default()))
+        .collect();
+    // Only the two reads after `plan_options` reached the server; the plan says so once.
+    assert_eq!(verbs, ["get configmaps", "list pods"]);
+    assert_eq!(
+        plan_steps(&r),
+        [("read".to_string(), "the Kubernetes API".to_string())]
+    );
 }
 
 #[test]

@@ -42,9 +42,13 @@ pub struct ReplArgs {
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Start in plan mode: built-ins that would change a cluster record the action
-    /// instead (`:plan off` switches it off, `:plan` shows the plan).
+    /// instead (`:plan off` switches it off, `:plan` shows the plan); reads of a cluster
+    /// or dashboard are refused unless `--allow-reads`.
     #[arg(long)]
     pub dry_run: bool,
+    /// In plan mode, let built-ins read clusters and dashboards (listed as `read` steps).
+    #[arg(long)]
+    pub allow_reads: bool,
     /// Stop an input after N operations (guards against endless loops).
     #[arg(long, value_name = "N", default_value_t = 50_000_000)]
     pub max_operations: u64,
@@ -70,6 +74,7 @@ pub fn run(args: ReplArgs) -> Result<Exit> {
     let interactive = std::io::stdin().is_terminal();
     let mut host = HostOptions::new(workdir);
     host.dry_run = args.dry_run;
+    host.live_reads = args.allow_reads;
     host.interactive = interactive;
     host.runtime = Some(runtime.handle().clone());
     host.cancel = CancellationToken::new();

@@ -28,6 +28,7 @@ Examples:
   nrl script scripts/disagg_first_launch.rhai --dry-run -- --recipe r.yaml --infra disagg.yaml
   nrl script scripts/dev_loop.rhai -- --sync nemo_rl --cmd 'uv run pytest -x tests/unit'
   nrl script scripts/sweep.rhai --dry-run --max-seconds 60 -- --recipe r.yaml --infra i.yaml
+  nrl script scripts/postmortem.rhai --dry-run --allow-reads -- --address http://127.0.0.1:8265 --job raysubmit_abc
   nrl script --builtins")]
 pub struct ScriptArgs {
     /// The Rhai script to run (`import "nrl/…"` loads the bundled stdlib; other imports
@@ -36,8 +37,16 @@ pub struct ScriptArgs {
     pub file: Option<PathBuf>,
     /// Plan mode: record what would change a cluster (apply, delete, submit, stop, exec,
     /// sync, runs, shell, file writes) instead of doing it, and print the plan at the end.
+    /// A plan touches no cluster or dashboard at all: a built-in that would read one
+    /// (`k8s::get`, a job's status, a log) fails with `nrl::script::plan_live_read`
+    /// unless reads are allowed (`--allow-reads`).
     #[arg(long)]
     pub dry_run: bool,
+    /// In plan mode, let built-ins read clusters and dashboards (each target is listed in
+    /// the plan as a `read` step); changes are still only recorded. A script can allow
+    /// them itself with `plan_options(#{live_reads: true})`.
+    #[arg(long, requires = "dry_run")]
+    pub allow_reads: bool,
     /// List every built-in module and function with its signature and documentation.
     #[arg(long)]
     pub builtins: bool,
@@ -83,6 +92,7 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
         .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
     let mut opts = HostOptions::new(workdir);
     opts.dry_run = args.dry_run;
+    opts.live_reads = args.allow_reads;
     opts.interactive = std::io::stdin().is_terminal();
     opts.runtime = Some(runtime.handle().clone());
     opts.cancel = cancel;

@@ -235,7 +235,7 @@ impl Session {
                 host.set_dry_run(true);
                 host.line(
                     Stream::Stderr,
-                    "plan mode on: cluster changes are recorded, not made (`:plan` shows them)",
+                    "plan mode on: cluster changes are recorded, not made (`:plan` shows them); reads of a cluster or dashboard are refused unless allowed (`plan_options(#{live_reads: true})`)",
                 );
             }
             Some(false) => {

@@ -21,6 +21,7 @@ use crate::config::env::{Env, ProcessEnv};
 use crate::config::source::SrcId;
 use crate::diag::Diag;
 use crate::k8s::{ConnectOptions, K8s};
+use crate::ray::RayClient;
 
 /// Sandbox limits of the engine.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +64,9 @@ pub struct HostOptions {
     /// Plan mode at the start: record cluster-changing actions instead of doing them
     /// (the REPL switches it with [`Host::set_dry_run`]).
     pub dry_run: bool,
+    /// In plan mode, let built-ins read a cluster or a Ray dashboard (`--allow-reads`);
+    /// otherwise such a read is refused (a plan touches nothing, the network included).
+    pub live_reads: bool,
     /// Files read and written by scripts must lie under this directory; relative paths
     /// (recipes, `read_file`) are taken from here.
     pub workdir: PathBuf,
@@ -93,6 +97,7 @@ impl HostOptions {
             .unwrap_or_default();
         HostOptions {
             dry_run: false,
+            live_reads: false,
             workdir: workdir.into(),
             env,
             search_path,
@@ -138,6 +143,7 @@ pub struct Host {
     pub plan: Plan,
     cancel: Arc<CancelSlot>,
     dry_run: AtomicBool,
+    live_reads: AtomicBool,
     exit_code: Mutex<Option<u8>>,
     own_runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     k8s: tokio::sync::Mutex<Option<K8s>>,
@@ -164,6 +170,7 @@ impl Host {
         Arc::new(Host {
             cancel: Arc::new(CancelSlot(Mutex::new(opts.cancel.clone()))),
             dry_run: AtomicBool::new(opts.dry_run),
+            live_reads: AtomicBool::new(opts.live_reads),
             opts,
             plan: Plan::new(),
             exit_code: Mutex::new(None),
@@ -196,6 +203,56 @@ impl Host {
     /// Switch plan mode (REPL `:plan on|off`); takes effect at the next built-in call.
     pub fn set_dry_run(&self, on: bool) {
         self.dry_run.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether plan mode lets built-ins read a cluster or a dashboard.
+    pub fn live_reads(&self) -> bool {
+        self.live_reads.load(Ordering::Relaxed)
+    }
+
+    /// Allow or refuse live reads in plan mode (`--allow-reads`,
+    /// `plan_options(#{live_reads: true})`).
+    pub fn set_live_reads(&self, on: bool) {
+        self.live_reads.store(on, Ordering::Relaxed);
+    }
+
+    /// The one door from a built-in to the network: every call that reaches a cluster or
+    /// a Ray dashboard passes here first ([`Host::k8s`], [`Host::ray`]). Outside plan
+    /// mode it lets everything through. In plan mode a read is refused unless live reads
+    /// are allowed, and then it is recorded as a `read` step (once per target), so a plan
+    /// says what it looked at. Changes never get here in plan mode: they are recorded and
+    /// answered from a simulated handle before any client is asked for.
+    pub fn live_read(&self, target: &str) -> RhaiResult<()> {
+        if !self.dry_run() {
+            return Ok(());
+        }
+        if !self.live_reads() {
+            return Err(fail(
+                Diag::new(
+                    CODE_PLAN_LIVE_READ,
+                    format!("plan mode: this call would read {target}, and a plan touches nothing"),
+                )
+                .help(
+                    "guard it with `if !dry_run() { … }`, or allow reads in plan mode: `nrl script --dry-run --allow-reads`, or `plan_options(#{live_reads: true})` in the script",
+                ),
+            ));
+        }
+        if !self
+            .plan
+            .steps()
+            .iter()
+            .any(|s| s.action == "read" && s.target == target)
+        {
+            self.plan
+                .record("read", target, "live read (reads are allowed in this plan)");
+        }
+        Ok(())
+    }
+
+    /// The Ray client behind a script handle, through [`Host::live_read`].
+    pub fn ray<'c>(&self, client: &'c ScriptRay) -> RhaiResult<&'c RayClient> {
+        self.live_read(&format!("the Ray dashboard at {}", client.address()))?;
+        Ok(&client.0)
     }
 
     /// The current cancellation token.
@@ -353,8 +410,30 @@ impl Host {
         Ok(handle.spawn(fut))
     }
 
-    /// The Kubernetes client, connected on first use with the current options.
+    /// The Kubernetes client, connected on first use with the current options, for a
+    /// call that reaches the API server (through [`Host::live_read`]).
     pub fn k8s(&self) -> RhaiResult<K8s> {
+        self.live_read(&self.cluster_target())?;
+        self.k8s_offline()
+    }
+
+    /// A Kubernetes client for `opts` (another context or namespace than the host's),
+    /// through [`Host::live_read`].
+    pub fn k8s_with(&self, opts: &ConnectOptions) -> RhaiResult<K8s> {
+        self.live_read(&self.cluster_target())?;
+        self.block_on(K8s::connect_in(opts, self.opts.env.as_ref()))
+    }
+
+    fn cluster_target(&self) -> String {
+        match self.connect_options().context {
+            Some(c) => format!("the Kubernetes API of context `{c}`"),
+            None => "the Kubernetes API".to_string(),
+        }
+    }
+
+    /// The client without a request: its context, namespace and server name come from
+    /// the kubeconfig, so plan mode may ask for them.
+    pub fn k8s_offline(&self) -> RhaiResult<K8s> {
         let opts = self.connect_options();
         self.block_on(async {
             let mut slot = self.k8s.lock().await;
@@ -459,6 +538,24 @@ impl Host {
             .and_then(|s| s.by_import.get(import_path).cloned())
     }
 }
+
+/// A Ray client held by a script handle (a dashboard, a submission, a run). Its only way
+/// to the network is [`Host::ray`], so plan mode decides every dashboard call in one place.
+#[derive(Clone)]
+pub struct ScriptRay(RayClient);
+
+impl ScriptRay {
+    pub fn new(client: RayClient) -> ScriptRay {
+        ScriptRay(client)
+    }
+
+    pub fn address(&self) -> &str {
+        self.0.address()
+    }
+}
+
+/// Code of a read refused in plan mode.
+pub const CODE_PLAN_LIVE_READ: &str = "nrl::script::plan_live_read";
 
 /// The engine tag that carries the host to plugin functions.
 #[derive(Clone)]

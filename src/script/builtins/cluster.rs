@@ -34,7 +34,7 @@ use crate::launch::logs::{LogSource, RoleLogOptions, role_logs};
 use crate::render::targets::{Target, parse_targets};
 use crate::script::convert::to_dynamic;
 use crate::script::errors::{RhaiResult, at, fail, usage};
-use crate::script::host::{Host, host};
+use crate::script::host::{Host, ScriptRay, host};
 use crate::script::output::Stream;
 use crate::script::plan::object_key;
 
@@ -480,8 +480,11 @@ fn open_dashboard(
     namespace: Option<&str>,
 ) -> RhaiResult<Dashboard> {
     let h = host(ctx)?;
-    let k = h.k8s()?;
-    let ns = namespace.map(str::to_string).unwrap_or(k.namespace.clone());
+    // The namespace comes from the kubeconfig: a planned cluster is answered without a read.
+    let ns = match namespace {
+        Some(ns) => ns.to_string(),
+        None => h.k8s_offline()?.namespace,
+    };
     if h.dry_run() && h.plan.fate(&object_key("RayCluster", &ns, name)).is_some() {
         return Err(fail(
             Diag::new(
@@ -491,9 +494,10 @@ fn open_dashboard(
             .help("check `dry_run()` before talking to a cluster the script brings up"),
         ));
     }
+    let k = h.k8s()?;
     let session = h.block_on(dashboard_session(&k, &ns, name))?;
     Ok(Dashboard {
-        client: session.client,
+        client: ScriptRay::new(session.client),
         forward: session.forward,
     })
 }

@@ -115,7 +115,7 @@ fn connect(h: &Host, context: Option<String>, namespace: Option<String>) -> Rhai
         namespace: namespace.or(base.namespace.clone()),
         ..base
     };
-    h.block_on(K8s::connect(&opts))
+    h.k8s_with(&opts)
 }
 
 pub(super) fn load_config(

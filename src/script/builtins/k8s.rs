@@ -45,7 +45,7 @@ pub mod k8s_module {
     pub fn current_context(ctx: NativeCallContext) -> RhaiResult<String> {
         at(
             ctx.call_position(),
-            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s()?.context) })(),
+            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s_offline()?.context) })(),
         )
     }
 
@@ -54,7 +54,7 @@ pub mod k8s_module {
     pub fn current_namespace(ctx: NativeCallContext) -> RhaiResult<String> {
         at(
             ctx.call_position(),
-            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s()?.namespace) })(),
+            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s_offline()?.namespace) })(),
         )
     }
 
@@ -450,7 +450,7 @@ pub mod k8s_module {
     pub fn banner(ctx: NativeCallContext) -> RhaiResult<String> {
         at(
             ctx.call_position(),
-            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s()?.banner()) })(),
+            (|| -> RhaiResult<String> { Ok(host(&ctx)?.k8s_offline()?.banner()) })(),
         )
     }
 }

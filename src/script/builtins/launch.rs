@@ -32,7 +32,7 @@ use crate::launch::output::Output as LaunchOutput;
 use crate::ray::error::{CODE_NOT_FOUND, CODE_UNREACHABLE};
 use crate::ray::{RayClient, RayClientOptions};
 use crate::script::errors::{RhaiResult, at, error_code, fail};
-use crate::script::host::{Host, host};
+use crate::script::host::{Host, ScriptRay, host};
 use crate::script::output::Stream;
 
 /// Default wait for a RayJob to finish: one day.
@@ -392,7 +392,9 @@ fn head_dashboard(h: &Host, k: &K8s, namespace: &str, cluster: &str) -> RhaiResu
     let target = PodTarget::Selector(format!("ray.io/cluster={cluster},ray.io/node-type=head"));
     let fwd = h.block_on(k.port_forward(namespace, target, 8265))?;
     Ok(Dashboard {
-        client: RayClient::new(&fwd.url(), RayClientOptions::default()).map_err(fail)?,
+        client: ScriptRay::new(
+            RayClient::new(&fwd.url(), RayClientOptions::default()).map_err(fail)?,
+        ),
         forward: Some(fwd),
     })
 }

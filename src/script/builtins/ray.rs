@@ -1,6 +1,7 @@
 //! `ray`: a Ray dashboard (`Dashboard`) and the jobs submitted to it (`Submission`),
 //! over the same `crate::ray` client `nrl job` uses. Submitting and stopping are
-//! recorded in plan mode; reads always go to the dashboard.
+//! recorded in plan mode; reads pass `Host::ray`, which refuses them in plan mode unless
+//! reads are allowed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,13 +18,13 @@ use crate::ray::{
 };
 use crate::script::convert::to_dynamic;
 use crate::script::errors::{RhaiResult, at, fail, usage};
-use crate::script::host::{Host, host};
+use crate::script::host::{Host, ScriptRay, host};
 use crate::script::output::Stream;
 
 /// A Ray dashboard (`ray::dashboard("http://127.0.0.1:8265")`).
 #[derive(Clone)]
 pub struct Dashboard {
-    pub client: RayClient,
+    pub client: ScriptRay,
     /// The port-forward the client goes through, kept open while a handle uses it.
     pub forward: Option<Arc<Forward>>,
 }
@@ -31,7 +32,7 @@ pub struct Dashboard {
 /// A job submitted to a dashboard; `planned` in plan mode (nothing was submitted).
 #[derive(Clone)]
 pub struct Submission {
-    pub client: RayClient,
+    pub client: ScriptRay,
     pub id: String,
     pub planned: bool,
     pub forward: Option<Arc<Forward>>,
@@ -80,7 +81,7 @@ pub mod ray_module {
     #[rhai_fn(global, pure, return_raw)]
     pub fn version(ctx: NativeCallContext, d: &mut Dashboard) -> RhaiResult<Dynamic> {
         let h = host(&ctx)?;
-        let v = h.block_on(d.client.version())?;
+        let v = h.block_on(h.ray(&d.client)?.version())?;
         let mut m = Map::new();
         m.insert("version".into(), v.version.into());
         m.insert("ray_version".into(), v.ray_version.into());
@@ -91,7 +92,7 @@ pub mod ray_module {
     #[rhai_fn(global, pure, return_raw)]
     pub fn list(ctx: NativeCallContext, d: &mut Dashboard) -> RhaiResult<Array> {
         let h = host(&ctx)?;
-        let jobs = h.block_on(d.client.list_jobs())?;
+        let jobs = h.block_on(h.ray(&d.client)?.list_jobs())?;
         Ok(jobs.iter().map(to_dynamic).collect())
     }
 
@@ -141,7 +142,7 @@ pub mod ray_module {
     #[rhai_fn(global, pure, return_raw)]
     pub fn logs(ctx: NativeCallContext, d: &mut Dashboard, id: &str) -> RhaiResult<String> {
         let h = host(&ctx)?;
-        h.block_on(d.client.logs(id))
+        h.block_on(h.ray(&d.client)?.logs(id))
     }
 
     /// Follow a job's log until it ends and return its lines.
@@ -235,7 +236,7 @@ pub mod ray_module {
         if s.planned {
             return Ok(String::new());
         }
-        h.block_on(s.client.logs(&s.id))
+        h.block_on(h.ray(&s.client)?.logs(&s.id))
     }
 
     /// Follow the log until the job ends and return its lines.
@@ -323,7 +324,7 @@ fn connect(address: &str, options: &Map) -> RhaiResult<Dashboard> {
         }
     }
     Ok(Dashboard {
-        client: RayClient::new(address, opts).map_err(fail)?,
+        client: ScriptRay::new(RayClient::new(address, opts).map_err(fail)?),
         forward: None,
     })
 }
@@ -403,7 +404,7 @@ fn submit_spec(ctx: &NativeCallContext, d: &Dashboard, spec: &Map) -> RhaiResult
             ..PackageOptions::default()
         },
     };
-    let submitted = h.block_on(submit_job(&d.client, job))?;
+    let submitted = h.block_on(submit_job(h.ray(&d.client)?, job))?;
     h.line(
         Stream::Stderr,
         &format!(
@@ -441,7 +442,7 @@ fn details(h: &Host, s: &Submission) -> RhaiResult<Dynamic> {
     if s.planned {
         return Ok(planned_details(s));
     }
-    Ok(to_dynamic(&h.block_on(s.client.status(&s.id))?))
+    Ok(to_dynamic(&h.block_on(h.ray(&s.client)?.status(&s.id))?))
 }
 
 fn tail_lines(h: &Host, s: &Submission) -> RhaiResult<Array> {
@@ -496,7 +497,7 @@ fn stop_submission(h: &Host, s: &Submission) -> RhaiResult<Dynamic> {
         m.insert("planned".into(), Dynamic::TRUE);
         return Ok(Dynamic::from_map(m));
     }
-    let outcome = h.block_on(stop_job(&s.client, &s.id, Duration::from_secs(60)))?;
+    let outcome = h.block_on(stop_job(h.ray(&s.client)?, &s.id, Duration::from_secs(60)))?;
     Ok(to_dynamic(&outcome.details))
 }
 
@@ -510,5 +511,9 @@ fn wait_submission(h: &Host, s: &Submission, timeout: FLOAT) -> RhaiResult<Dynam
             format!("invalid timeout {timeout}"),
         )));
     };
-    Ok(to_dynamic(&h.block_on(wait_terminal(&s.client, &s.id, t))?))
+    Ok(to_dynamic(&h.block_on(wait_terminal(
+        h.ray(&s.client)?,
+        &s.id,
+        t,
+    ))?))
 }

@@ -30,7 +30,7 @@ use crate::launch::stage::stage;
 use crate::ray::{RayClient, RayClientOptions};
 use crate::script::convert::to_dynamic;
 use crate::script::errors::{RhaiResult, at, fail, usage};
-use crate::script::host::{Host, host};
+use crate::script::host::{Host, ScriptRay, host};
 use crate::script::output::{Output, Stream};
 
 /// A run started by `run::local` or `run::on_ray` (simulated in plan mode).
@@ -43,7 +43,7 @@ pub struct Run {
     record: RunRecord,
     /// A Ray run submitted with `follow: false`, until `follow()` takes it.
     pending: Option<Arc<Mutex<Option<RayRun>>>>,
-    client: Option<RayClient>,
+    client: Option<ScriptRay>,
     /// Keep a followed log off stdout (`quiet: true`).
     quiet: bool,
 }
@@ -379,14 +379,16 @@ fn run_on_ray(
         &["run_id", "repo_root", "token", "follow", "quiet"],
     )?;
     let (follow, quiet) = (o.bool("follow", true)?, o.bool("quiet", false)?);
-    let client = RayClient::new(
-        address,
-        RayClientOptions {
-            token: o.str("token"),
-            ..RayClientOptions::default()
-        },
-    )
-    .map_err(fail)?;
+    let client = ScriptRay::new(
+        RayClient::new(
+            address,
+            RayClientOptions {
+                token: o.str("token"),
+                ..RayClientOptions::default()
+            },
+        )
+        .map_err(fail)?,
+    );
     let rc = context(&h, cfg, &o)?;
     if h.dry_run() {
         let staged = stage(cfg.loaded(), &rc.run_id, &rc.repo_root).map_err(fail)?;
@@ -405,7 +407,7 @@ fn run_on_ray(
         return Ok(run);
     }
     let store = rc.store.clone();
-    let mut prepared = ray_run::prepare(cfg.loaded(), rc, client.clone()).map_err(fail)?;
+    let mut prepared = ray_run::prepare(cfg.loaded(), rc, h.ray(&client)?.clone()).map_err(fail)?;
     warn_all(&h, &prepared.staged.warnings);
     let id = prepared.ctx.run_id.clone();
     h.block_on(prepared.submit())?;

@@ -11,9 +11,9 @@ use std::io::Write;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::diag::Diag;
-use crate::ray::{FollowOptions, JobDetails, RayClient, follow_job};
+use crate::ray::{FollowOptions, JobDetails, follow_job};
 use crate::script::errors::{RhaiResult, fail};
-use crate::script::host::Host;
+use crate::script::host::{Host, ScriptRay};
 
 enum Event {
     Chunk(String),
@@ -90,11 +90,11 @@ impl<T: Send + 'static> Pump<T> {
 /// details are returned.
 pub fn follow_log(
     h: &Host,
-    client: &RayClient,
+    client: &ScriptRay,
     id: &str,
     mut on_chunk: impl FnMut(&str) -> RhaiResult<bool>,
 ) -> RhaiResult<Option<JobDetails>> {
-    let client = client.clone();
+    let client = h.ray(client)?.clone();
     let id = id.to_string();
     let mut pump = Pump::start(h, |tx: UnboundedSender<Event>| async move {
         let mut writer = ChunkWriter {

@@ -8,6 +8,7 @@ use rhai::plugin::*;
 use rhai::{Array, Dynamic, FLOAT, INT, Map};
 
 use crate::diag::Diag;
+use crate::script::builtins::options::Options;
 use crate::script::errors::{RhaiResult, ScriptError, fail, usage};
 use crate::script::host::{Host, host};
 use crate::script::output::Stream;
@@ -135,6 +136,25 @@ pub mod util_module {
                 Dynamic::from_map(m)
             })
             .collect())
+    }
+
+    /// Options of plan mode, for the rest of the run: `live_reads: true` lets built-ins
+    /// read a cluster or a Ray dashboard in plan mode (each target is listed as a `read`
+    /// step), as `nrl script --dry-run --allow-reads` does; `false` refuses them again
+    /// (`nrl::script::plan_live_read`, the default). No effect outside plan mode.
+    ///
+    /// ```rhai
+    /// plan_options(#{live_reads: true});
+    /// let jobs = ray::dashboard("http://127.0.0.1:8265").list();
+    /// ```
+    #[rhai_fn(return_raw)]
+    pub fn plan_options(ctx: NativeCallContext, options: Map) -> RhaiResult<()> {
+        let h = host(&ctx)?;
+        let o = Options::new("plan_options", &options, &["live_reads"])?;
+        if o.value("live_reads").is_some() {
+            h.set_live_reads(o.bool("live_reads", false)?);
+        }
+        Ok(())
     }
 
     /// End the script now with exit code `code` (0–255).
