@@ -175,6 +175,22 @@ pub fn add_source(
     SrcId(reg.len() as u32 - 1)
 }
 
+/// How many texts are registered: a mark for [`forget_sources_since`].
+pub fn source_count() -> usize {
+    registry().read().unwrap_or_else(|e| e.into_inner()).len()
+}
+
+/// Drop the texts registered since `mark` (a [`source_count`]), for a process that loads
+/// many short-lived texts (a fuzz target runs millions), holds nothing that refers to
+/// them any more and has no other thread loading texts meanwhile. Ids from before `mark`
+/// stay valid; a forgotten id may later name another text, so keep none.
+pub fn forget_sources_since(mark: usize) {
+    registry()
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .truncate(mark);
+}
+
 /// Look a source up. Ids only come from [`add_source`], so they are always valid.
 pub fn source(id: SrcId) -> Arc<SourceFile> {
     let reg = registry().read().unwrap_or_else(|e| e.into_inner());
