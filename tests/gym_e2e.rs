@@ -227,6 +227,32 @@ async fn prepared(run: &str, cache: &std::path::Path) -> (session::Prepared, Arc
     (session::prepare(&req, Some(run)).unwrap(), env)
 }
 
+/// A run whose Jobs keep running for 30 s, started through the library as `alice`.
+async fn long_run_started(run: &str) -> (FakeK8s, nrl::k8s::K8s, tempfile::TempDir) {
+    let fake = fake();
+    fake.set_job_script(
+        "*",
+        JobScript::succeeds().running_for(Duration::from_secs(30)),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let (p, env) = prepared(run, cache.path()).await;
+    let k8s = session::connect(&p.plan, None, Some(fake.kubeconfig_path().to_path_buf()))
+        .await
+        .unwrap();
+    let mut warn = |_: nrl::diag::Diag| {};
+    session::start(
+        &k8s,
+        &p,
+        &ApplySettings::default(),
+        env.as_ref(),
+        |_| {},
+        &mut warn,
+    )
+    .await
+    .unwrap();
+    (fake, k8s, cache)
+}
+
 // ref §5.1 tests 8 and 10: every benchmark applied in order, a record saved locally.
 #[tokio::test]
 async fn submit_applies_in_order_and_records() {
@@ -353,27 +379,7 @@ async fn a_hung_apply_times_out() {
 // Cancelling one benchmark leaves the others and the Secret.
 #[tokio::test]
 async fn cancel_one_benchmark() {
-    let fake = fake();
-    fake.set_job_script(
-        "*",
-        JobScript::succeeds().running_for(Duration::from_secs(30)),
-    );
-    let cache = tempfile::tempdir().unwrap();
-    let (p, env) = prepared("gym-lib-cancel", cache.path()).await;
-    let k8s = session::connect(&p.plan, None, Some(fake.kubeconfig_path().to_path_buf()))
-        .await
-        .unwrap();
-    let mut warn = |_: nrl::diag::Diag| {};
-    session::start(
-        &k8s,
-        &p,
-        &ApplySettings::default(),
-        env.as_ref(),
-        |_| {},
-        &mut warn,
-    )
-    .await
-    .unwrap();
+    let (fake, k8s, _cache) = long_run_started("gym-lib-cancel").await;
     // Cancel once the pods exist (a pod the Job controller creates mid-deletion is a race
     // the fake does not model).
     assert!(
@@ -415,6 +421,51 @@ async fn cancel_one_benchmark() {
         fake.get("v1", "Secret", "evals", "gym-gym-lib-cancel-env")
             .is_some()
     );
+}
+
+// Cancelling another user's run is refused before anything is deleted; --force cancels
+// it (issue 15 item 8).
+#[tokio::test]
+async fn cancel_refuses_another_users_run_unless_forced() {
+    let (fake, k8s, _cache) = long_run_started("gym-lib-theirs").await;
+    let owner = fake
+        .get("v1", "Secret", "evals", "gym-gym-lib-theirs-env")
+        .unwrap()["metadata"]["labels"]["nrl-k8s/owner"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(owner, "mallory");
+    let cancel = |force: bool| {
+        let k8s = k8s.clone();
+        async move {
+            nrl::gym::ops::cancel::cancel_run(
+                &k8s,
+                "evals",
+                "gym-lib-theirs",
+                None,
+                None,
+                &nrl::gym::ops::cancel::Canceller {
+                    me: "mallory",
+                    force,
+                    progress: &nrl::launch::Progress::capture(),
+                },
+            )
+            .await
+        }
+    };
+    fake.clear_request_log();
+    let err = cancel(false).await.unwrap_err();
+    assert_eq!(err.code, "nrl::cluster::owner");
+    assert!(
+        err.message
+            .contains(&format!("is owned by '{owner}' (you are 'mallory')")),
+        "{}",
+        err.message
+    );
+    assert!(fake.requests(|r| r.verb == "delete").is_empty());
+    let done = cancel(true).await.unwrap();
+    assert_eq!(done.jobs.len(), 3, "{done:?}");
+    assert_eq!(done.secret.as_deref(), Some("gym-gym-lib-theirs-env"));
 }
 
 // Following: `logs -f` waits for the pod and ends with it; `status` works without the

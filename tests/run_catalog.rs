@@ -813,6 +813,47 @@ fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
     assert_eq!(mine["metadata"]["labels"]["nrl-k8s/owner"], "tester");
 }
 
+/// `run --raycluster --replace` stops the jobs on the role clusters and resets them: on
+/// another user's RayCluster it is refused by the same owner check before any job is
+/// stopped or object changed (issue 15 item 8).
+#[test]
+fn run_raycluster_replace_refuses_another_users_cluster() {
+    let f = fake();
+    let d = tempfile::tempdir().unwrap();
+    let r = recipe(d.path(), RAYJOB_INFRA);
+    f.put(serde_json::json!({
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc-train", "namespace": "ns",
+                     "labels": {"nrl-k8s/owner": "bob"}},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+            "containers": [{"name": "h", "image": "img:new"}]}}}},
+    }));
+    f.clear_request_log();
+    let out = nrl(d.path(), Some(&f))
+        .args(["run", &r, "--raycluster", "--replace", "--no-wait"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("RayCluster rc-train in namespace `ns` is owned by 'bob' (you are 'tester')"),
+        "{stderr}"
+    );
+    // The doctor's access reviews are questions, not changes.
+    let writes: Vec<String> = f
+        .requests(|q| {
+            q.method != "GET" && q.resource.as_deref() != Some("selfsubjectaccessreviews")
+        })
+        .iter()
+        .map(|q| format!("{} {}", q.verb, q.resource.clone().unwrap_or_default()))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    let still = f.get("ray.io/v1", "RayCluster", "ns", "rc-train").unwrap();
+    assert_eq!(still["metadata"]["labels"]["nrl-k8s/owner"], "bob");
+}
+
 /// `job stop` of another user's run is refused by the owner check before anything is
 /// stopped (issue 15 item 8).
 #[test]

@@ -108,3 +108,54 @@ fn an_unlabelled_cluster_is_refused_naming_the_label_unless_forced() {
             .is_none()
     );
 }
+
+/// `cluster down` deletes a role's DRA objects with its RayCluster: another user's DRA
+/// object (a shared ComputeDomain, a claim template by the same name) is refused by the
+/// same owner check, before anything is deleted (issue 15 item 8).
+#[test]
+fn down_refuses_another_users_dra_object_before_deleting_anything() {
+    let fake = FakeK8s::start();
+    ok(with_recipe(
+        &fake,
+        &["cluster", "up"],
+        &["--role", "generation", "--no-wait"],
+    ));
+    let (av, kind, name) = (
+        "resource.k8s.io/v1",
+        "ResourceClaimTemplate",
+        "roce-rc-gen-generation",
+    );
+    fake.edit(av, kind, "default", name, |o| {
+        o["metadata"]["labels"]["nrl-k8s/owner"] = json!("bob");
+    });
+    fake.clear_request_log();
+    let err = fails(
+        with_recipe(&fake, &["cluster", "down"], &["--role", "generation"]),
+        2,
+    );
+    assert!(
+        err.contains(
+            "ResourceClaimTemplate roce-rc-gen-generation in namespace `default` is owned by 'bob' (you are 'alice')"
+        ),
+        "{err}"
+    );
+    assert!(fake.requests(|r| r.verb == "delete").is_empty());
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "default", "rc-gen")
+            .is_some()
+    );
+
+    let (_, err) = ok(with_recipe(
+        &fake,
+        &["cluster", "down"],
+        &["--role", "generation", "--force"],
+    ));
+    assert!(
+        err.contains("ResourceClaimTemplate roce-rc-gen-generation in namespace `default` is owned by 'bob'; --force: acting anyway"),
+        "{err}"
+    );
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "default", "rc-gen")
+            .is_none()
+    );
+}
