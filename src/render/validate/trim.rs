@@ -1,5 +1,5 @@
 //! The schema trimming tool (test-only). It regenerates `schemas/` from the reference
-//! schemas (`shared/reference/schemas/`):
+//! schemas (`tests/data/reference/schemas/`, copies of the upstream files):
 //!
 //! - Kubernetes: the kinds nrl renders plus every definition reachable from them; root
 //!   `status` is dropped (nrl never writes status).
