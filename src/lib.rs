@@ -2,6 +2,9 @@
 //! Kubernetes. The binary is a thin front door; everything lives in this library so the
 //! commands and the Rhai built-ins share one code path.
 
+// Output goes through `stdio` (a closed pipe must not panic), never `print!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod cli;
 pub mod config;
 pub mod diag;
@@ -13,4 +16,5 @@ pub mod ray;
 pub mod render;
 pub mod repl;
 pub mod script;
+pub mod stdio;
 pub mod terminal_text;

@@ -17,7 +17,7 @@ fn main() {
         Err(diag) => {
             let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             let width = terminal_width().unwrap_or(100);
-            eprintln!("{}", diag.render(color, width));
+            nrl::errln!("{}", diag.render(color, width));
             diag.exit.code()
         }
     };

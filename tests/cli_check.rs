@@ -546,3 +546,33 @@ fn a_written_bundle_that_holds_a_literal_secret_says_so() {
     );
     assert_eq!((code, stderr.as_str()), (Some(0), ""));
 }
+
+/// `nrl check … 2>&1 | head -1` panicked (exit 101) in 2 of 8 tries when the reader went
+/// away: a closed stdout or stderr is the reader's choice, and the command ends with its
+/// own exit code (issue 16 item 3).
+#[test]
+fn a_reader_that_goes_away_does_not_make_nrl_panic() {
+    let run = |args: &[String]| {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+            .args(args)
+            .current_dir(repo())
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        // Both read ends closed before nrl writes a byte.
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        child.wait().expect("waits").code()
+    };
+    let mut bad = qwen_args();
+    bad.push("policy.no_such_key=1".into());
+    let mut manifests = qwen_args();
+    manifests.push("--manifests-only".into());
+    for _ in 0..8 {
+        assert_eq!(run(&qwen_args()), Some(0), "summary to a closed stdout");
+        assert_eq!(run(&manifests), Some(0), "manifests to a closed stdout");
+        assert_eq!(run(&bad), Some(2), "an error to a closed stderr");
+    }
+}

@@ -117,14 +117,25 @@ fn plan_mode_records_submit_and_stop_and_submits_nothing() {
            let job = d.submit(#{entrypoint: "echo never", submission_id: args.id});
            print(job.planned); print(job.status()); print(job.logs() == "");
            print(job.stop().planned);
+           // Reading the dashboard in a plan is refused unless the script allows it.
+           try { d.list() } catch (e) { print(e.code) }
+           plan_options(#{live_reads: true});
            print(d.list().some(|j| j.submission_id == args.id));"#,
         &["--address", head.address(), "--id", &id],
         |o| o.dry_run = true,
     );
     r.ok();
-    assert_eq!(r.stdout(), "true\nPLANNED\ntrue\ntrue\nfalse\n");
+    assert_eq!(
+        r.stdout(),
+        "true\nPLANNED\ntrue\ntrue\nnrl::script::plan_live_read\nfalse\n"
+    );
     let steps = r.host.plan.steps();
-    assert_eq!(steps.len(), 2);
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[2].action, "read");
+    assert_eq!(
+        steps[2].target,
+        format!("the Ray dashboard at {}", head.address())
+    );
     assert_eq!(steps[0].action, "submit");
     assert_eq!(steps[0].details, "echo never");
     assert_eq!(steps[1].action, "stop");

@@ -56,7 +56,7 @@ pub fn run(args: CheckArgs) -> Result<Exit> {
     if !args.explain.is_empty() {
         let cfg = crate::config::layers::load(&req)?;
         for key in &args.explain {
-            print!("{}", crate::config::provenance::explain(&cfg, key)?);
+            crate::out!("{}", crate::config::provenance::explain(&cfg, key)?);
         }
         return Ok(Exit::Ok);
     }
@@ -77,7 +77,7 @@ fn emit_and_doctor(args: &CheckArgs, checked: &Checked) -> Result<Exit> {
     let report = doctor::offline(&checked.config, &checked.manifests);
     if !report.is_empty() {
         let (color, width) = super::doctor::style(true);
-        eprint!("{}", report.render(color, width));
+        crate::err!("{}", report.render(color, width));
     }
     Ok(report.exit())
 }
@@ -88,16 +88,16 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
         match &args.output {
             Some(path) => {
                 write_output(path, &text, &checked.config.input_files())?;
-                println!(
+                crate::outln!(
                     "wrote {} manifest(s) to {}",
                     checked.manifests.len(),
                     path.display()
                 );
                 if let Some(warning) = written_secrets_warning(checked, path) {
-                    eprintln!("{warning}");
+                    crate::errln!("{warning}");
                 }
             }
-            None => print!("{text}"),
+            None => crate::out!("{text}"),
         }
         return Ok(());
     }
@@ -115,17 +115,17 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
             Format::Yaml => emit::to_yaml(&b),
         };
         write_output(path, &text, &checked.config.input_files())?;
-        println!(
+        crate::outln!(
             "wrote full config + {} manifest(s) to {}",
             checked.manifests.len(),
             path.display()
         );
         if let Some(warning) = written_secrets_warning(checked, path) {
-            eprintln!("{warning}");
+            crate::errln!("{warning}");
         }
         return Ok(());
     }
-    print!(
+    crate::out!(
         "{}",
         summary::summary(&checked.config.infra, &checked.manifests)
     );

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::common::{KubeArgs, Output, RecipeArgs, banner, plain_table, run_async};
 use super::dashboard::DashboardArgs;
-use super::job::parse_duration;
+use super::value_parsers::parse_duration;
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Exit, Result};
 use crate::launch::Progress;
@@ -187,7 +187,7 @@ fn up(args: UpArgs) -> Result<Exit> {
         for d in &mut docs {
             stamp_owner(d, &me);
         }
-        print!("{}", emit::to_yaml_stream(&docs));
+        crate::out!("{}", emit::to_yaml_stream(&docs));
         return Ok(Exit::Ok);
     }
     let opts = UpOptions {
@@ -216,7 +216,7 @@ fn up(args: UpArgs) -> Result<Exit> {
         }
         let progress = Progress::auto();
         for o in cluster_up(&k8s, &cfg, &targets, &opts, &progress).await? {
-            println!("{}", up_line(&o));
+            crate::outln!("{}", up_line(&o));
         }
         Ok(Exit::Ok)
     })
@@ -282,9 +282,9 @@ fn down(args: DownArgs) -> Result<Exit> {
         let progress = Progress::auto();
         let gone = cluster_down(&k8s, &cfg, &targets, &opts, &progress).await?;
         if gone.is_empty() {
-            println!("nothing to delete");
+            crate::outln!("nothing to delete");
         } else {
-            println!("deleted: {}", gone.join(", "));
+            crate::outln!("deleted: {}", gone.join(", "));
         }
         Ok(Exit::Ok)
     })
@@ -294,14 +294,14 @@ async fn list(args: ListArgs) -> Result<Exit> {
     let k8s = args.kube.connect(None).await?;
     let rows = list_clusters(&k8s, &k8s.namespace).await?;
     if args.output == Output::Json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
         return Ok(Exit::Ok);
     }
     if rows.is_empty() {
-        println!("(no RayClusters in {})", k8s.namespace);
+        crate::outln!("(no RayClusters in {})", k8s.namespace);
         return Ok(Exit::Ok);
     }
     let now = jiff::Timestamp::now();
@@ -321,7 +321,7 @@ async fn list(args: ListArgs) -> Result<Exit> {
             ]
         })
         .collect();
-    println!(
+    crate::outln!(
         "{}",
         plain_table(&["NAME", "STATE", "AGE", "OWNER", "WORKERS READY"], table)
     );

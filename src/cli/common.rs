@@ -60,12 +60,12 @@ pub struct KubeArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// Deadline of each Kubernetes API call, retries included (e.g. 30s, 2m).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::job::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::value_parsers::parse_duration)]
     pub request_timeout: std::time::Duration,
     /// Server-side limit of each watch request (e.g. 60s). A watch or list that stays
     /// silent longer than this (plus a margin) is taken for dead and re-established, so a
     /// stalled connection does not hold a `--wait` until its deadline.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::job::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::value_parsers::parse_duration)]
     pub watch_timeout: std::time::Duration,
     /// The cluster context, resolved once per command: the namespace a recipe is rendered
     /// for and the client that applies it come from the same resolution.
@@ -132,7 +132,7 @@ impl KubeArgs {
 /// Print "<command>: context `c`, namespace `n`" on stderr, before a command changes
 /// anything.
 pub fn banner(command: &str, k8s: &K8s) {
-    eprintln!("{command}: {} (server {})", k8s.banner(), k8s.server);
+    crate::errln!("{command}: {} (server {})", k8s.banner(), k8s.server);
 }
 
 /// Run a command's future on a small runtime. Ctrl-C stops waiting (whatever was started
@@ -155,7 +155,7 @@ where
         tokio::select! {
             r = fut => r,
             _ = tokio::signal::ctrl_c() => {
-                eprintln!("\ninterrupted: {on_interrupt}");
+                crate::errln!("\ninterrupted: {on_interrupt}");
                 Ok(Exit::Interrupted)
             }
         }

@@ -56,20 +56,20 @@ pub fn run(args: DashboardArgs) -> Result<Exit> {
         let url = pf.url();
         // Verify the route before handing out the URL.
         match probe(&url).await {
-            Ok(v) => eprintln!("[dashboard] Ray {v} is answering"),
-            Err(e) => eprintln!(
+            Ok(v) => crate::errln!("[dashboard] Ray {v} is answering"),
+            Err(e) => crate::errln!(
                 "warning: the dashboard does not answer yet ({}); the forward stays open",
                 e.message
             ),
         }
-        println!(
+        crate::outln!(
             "[dashboard] forwarding {} head :{DASHBOARD_PORT} → {url}",
             args.name
         );
         if !args.no_open && open_browser(&url) {
-            eprintln!("[dashboard] opened {url} in a browser");
+            crate::errln!("[dashboard] opened {url} in a browser");
         }
-        eprintln!("[dashboard] Ctrl+C to stop.");
+        crate::errln!("[dashboard] Ctrl+C to stop.");
         std::future::pending::<Result<Exit>>().await
     })
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::job::parse_duration;
+use super::value_parsers::parse_duration;
 use crate::config::env::ProcessEnv;
 use crate::config::infra_only::InfraRequest;
 use crate::diag::{Diag, Exit, Result};
@@ -153,7 +153,7 @@ pub fn run(args: DevArgs) -> Result<Exit> {
     if let DevCommand::Rbac(a) = &args.command {
         let pod = resolve(&a.target, None)?;
         let sa = a.service_account.as_deref().unwrap_or(&pod.service_account);
-        print!("{}", dev::rbac::role_yaml(&pod.namespace, sa));
+        crate::out!("{}", dev::rbac::role_yaml(&pod.namespace, sa));
         return Ok(Exit::Ok);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -199,7 +199,7 @@ async fn cluster(t: &DevTargetArgs, pod: &DevPod) -> Result<K8s> {
         ..Default::default()
     })
     .await?;
-    eprintln!("{}", k8s.banner());
+    crate::errln!("{}", k8s.banner());
     Ok(k8s)
 }
 
@@ -227,7 +227,7 @@ async fn setup_secrets(a: SetupSecretsArgs) -> Result<Exit> {
     let pod = resolve(&a.target, None)?;
     let k8s = cluster(&a.target, &pod).await?;
     let outcome = dev::setup_secrets(&k8s, &pod, &edits, &mut StdReport).await?;
-    print!("{}", outcome.summary);
+    crate::out!("{}", outcome.summary);
     Ok(Exit::Ok)
 }
 

@@ -82,7 +82,7 @@ pub(crate) fn style(stderr: bool) -> (bool, usize) {
 
 pub fn run(args: DoctorArgs) -> Result<Exit> {
     if args.rules {
-        print!("{}", rules_table());
+        crate::out!("{}", rules_table());
         return Ok(Exit::Ok);
     }
     let Some(recipe) = args.recipe.clone() else {
@@ -113,11 +113,11 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         let manifests = doctor::preflight_manifests(&checked.config, &checked.manifests);
         match preflight(&checked.config, &manifests, &args.kube) {
             Ok((k8s, pre)) => {
-                println!("preflight: {}", k8s.banner());
+                crate::outln!("preflight: {}", k8s.banner());
                 report.merge(pre);
             }
             Err(d) => {
-                print!(
+                crate::out!(
                     "{}",
                     report.render_as(color, width, "doctor (offline rules only)")
                 );
@@ -127,7 +127,7 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
             }
         }
     }
-    print!("{}", report.render(color, width));
+    crate::out!("{}", report.render(color, width));
     Ok(report.exit())
 }
 

@@ -26,7 +26,7 @@ use crate::launch::Progress;
 use crate::launch::records::RunStatus;
 use crate::render::emit;
 
-use super::job::parse_duration;
+use super::value_parsers::parse_duration;
 
 /// Run NeMo Gym benchmarks as Kubernetes Jobs: one Job per benchmark, vLLM sidecars plus a
 /// Gym driver in each pod.
@@ -233,7 +233,7 @@ fn width() -> usize {
 }
 
 fn warn(d: &Diag) {
-    eprintln!("{}", d.render(color(), width()));
+    crate::errln!("{}", d.render(color(), width()));
 }
 
 fn prepare(args: &ConfigArgs, env: Arc<dyn Env>) -> Result<Prepared> {
@@ -252,11 +252,11 @@ fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
         Some(path) => {
             let inputs: Vec<PathBuf> = p.loaded.files.iter().map(|f| f.path.clone()).collect();
             crate::launch::output_file::write_output(path, &text, &inputs)?;
-            eprintln!("wrote {} Job(s) to {}", docs.len(), path.display());
+            crate::errln!("wrote {} Job(s) to {}", docs.len(), path.display());
         }
-        None => print!("{text}"),
+        None => crate::out!("{text}"),
     }
-    eprintln!(
+    crate::errln!(
         "run {}: {} benchmark Job(s) in namespace `{}`",
         p.plan.run_id,
         docs.len(),
@@ -268,7 +268,7 @@ fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
             .and_then(|d| d.as_map())
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
-        eprintln!(
+        crate::errln!(
             "plus Secret `{name}` with {} (values not shown)",
             keys.join(", ")
         );
@@ -326,7 +326,7 @@ fn reattach_hint(run: &str) -> String {
 async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let p = prepare(&args.config, env.clone())?;
     let k8s = session::connect(&p.plan, args.context.as_deref(), None).await?;
-    eprintln!(
+    crate::errln!(
         "submitting run {} ({} benchmark(s)) to context `{}`, namespace `{}`",
         p.plan.run_id,
         p.plan.jobs.len(),
@@ -340,7 +340,7 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let mut warn_fn = |d: Diag| warn(&d);
     let on_applied = |a: &crate::gym::ops::apply::Applied| {
         if let Some(e) = &a.error {
-            eprintln!("could not create the Job of `{}`: {e}", a.benchmark);
+            crate::errln!("could not create the Job of `{}`: {e}", a.benchmark);
         }
     };
     let mut started =
@@ -348,12 +348,12 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let run = p.plan.run_id.clone();
     if args.no_wait {
         let failed = started.applied.iter().filter(|a| a.error.is_some()).count();
-        eprintln!(
+        crate::errln!(
             "{} Job(s) created; {}",
             started.applied.len() - failed,
             reattach_hint(&run)
         );
-        println!("{run}");
+        crate::outln!("{run}");
         return Ok(if failed > 0 { Exit::Failed } else { Exit::Ok });
     }
     let mut live = Live::new();
@@ -373,14 +373,14 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
     live.clear();
     match outcome {
         None => {
-            eprintln!("detached; run {run} keeps going: {}", reattach_hint(&run));
+            crate::errln!("detached; run {run} keeps going: {}", reattach_hint(&run));
             Ok(Exit::Interrupted)
         }
         Some(r) => {
             let exit = r?;
-            print!("{}", table::render(started.view.rows(), None));
+            crate::out!("{}", table::render(started.view.rows(), None));
             if exit != Exit::Ok {
-                eprintln!("see why with `nrl gym logs {run} <benchmark>`");
+                crate::errln!("see why with `nrl gym logs {run} <benchmark>`");
             }
             Ok(exit)
         }
@@ -458,8 +458,8 @@ async fn status(args: StatusArgs, env: Arc<dyn Env>) -> Result<Exit> {
             .help("check the run id and --namespace/--context (runs submitted here are remembered in ~/.cache/nrl/runs)"));
     }
     explain_from_pods(&k8s, &ns, run, &mut view).await?;
-    println!("run {run} (context `{}`, namespace `{ns}`)", k8s.context);
-    print!(
+    crate::outln!("run {run} (context `{}`, namespace `{ns}`)", k8s.context);
+    crate::out!(
         "{}",
         table::render(
             view.rows(),
@@ -499,7 +499,7 @@ async fn cancel(args: CancelArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let (k8s, record) = connect_run(&args.target, env.as_ref()).await?;
     let ns = k8s.namespace.clone();
     let run = &args.target.run;
-    eprintln!(
+    crate::errln!(
         "cancelling run {run} in context `{}`, namespace `{ns}`",
         k8s.context
     );
@@ -512,13 +512,13 @@ async fn cancel(args: CancelArgs, env: Arc<dyn Env>) -> Result<Exit> {
     };
     let done = cancel_run(&k8s, &ns, run, args.benchmark.as_deref(), wait, &by).await?;
     if done.jobs.is_empty() && done.secret.is_none() {
-        eprintln!("nothing to delete: no Jobs of run `{run}` are left");
+        crate::errln!("nothing to delete: no Jobs of run `{run}` are left");
     }
     for j in &done.jobs {
-        println!("deleted Job {j}");
+        crate::outln!("deleted Job {j}");
     }
     if let Some(s) = &done.secret {
-        println!("deleted Secret {s}");
+        crate::outln!("deleted Secret {s}");
     }
     if let Some(mut r) = record
         && args.benchmark.is_none()

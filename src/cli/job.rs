@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use super::value_parsers::{
+    parse_duration, parse_env_arg, parse_metadata_arg, parse_resources_arg,
+};
 use crate::diag::{Diag, Exit, Result};
 use crate::ray::follow::CODE_OUTPUT_CLOSED;
 use crate::ray::package::mib;
-use crate::ray::submit::{entrypoint_from_words, parse_env_pair};
+use crate::ray::submit::entrypoint_from_words;
 use crate::ray::{
     FollowOptions, JobDetails, JobSpec, JobStatus, PackageOptions, RayClient, RayClientOptions,
     SubmitRequest, UploadSet, follow_job, stop_job, submit_job,
@@ -256,7 +259,7 @@ async fn submit(args: SubmitArgs) -> Result<Exit> {
     let submitted = submit_job(&client, spec).await?;
     if let Some(pkg) = &submitted.package {
         if pkg.uploaded {
-            eprintln!(
+            crate::errln!(
                 "uploaded working_dir: {} files, {} ({} zipped) as {}",
                 pkg.files,
                 mib(pkg.content_bytes),
@@ -264,17 +267,17 @@ async fn submit(args: SubmitArgs) -> Result<Exit> {
                 pkg.uri
             );
         } else {
-            eprintln!(
+            crate::errln!(
                 "working_dir unchanged, already on the cluster as {} (upload skipped)",
                 pkg.uri
             );
         }
     }
     let id = submitted.submission_id;
-    eprintln!("submitted job {id} to {}", client.address());
+    crate::errln!("submitted job {id} to {}", client.address());
     if args.no_wait {
-        println!("{id}");
-        eprintln!("follow it with: {}", reattach_command(&client, &id));
+        crate::outln!("{id}");
+        crate::errln!("follow it with: {}", reattach_command(&client, &id));
         return Ok(Exit::Ok);
     }
     follow_until_end(&client, &id).await
@@ -284,17 +287,17 @@ async fn list(args: ListArgs) -> Result<Exit> {
     let client = client(&args.connection)?;
     let jobs = client.list_jobs().await?;
     if jobs.is_empty() {
-        eprintln!("no Ray jobs at {}", client.address());
+        crate::errln!("no Ray jobs at {}", client.address());
         return Ok(Exit::Ok);
     }
-    println!("{}", jobs_table(&jobs, std::io::stdout().is_terminal()));
+    crate::outln!("{}", jobs_table(&jobs, std::io::stdout().is_terminal()));
     Ok(Exit::Ok)
 }
 
 async fn status(args: StatusArgs) -> Result<Exit> {
     let client = client(&args.connection)?;
     let job = client.status(&args.id).await?;
-    print!("{}", describe(&job));
+    crate::out!("{}", describe(&job));
     Ok(Exit::Ok)
 }
 
@@ -321,11 +324,12 @@ async fn stop(args: StopArgs) -> Result<Exit> {
     let client = client(&args.connection)?;
     let outcome = stop_job(&client, &args.id, args.stop_timeout).await?;
     if outcome.was_running {
-        eprintln!("stopped job {}: {}", args.id, outcome.details.status);
+        crate::errln!("stopped job {}: {}", args.id, outcome.details.status);
     } else {
-        eprintln!(
+        crate::errln!(
             "job {} had already ended: {}",
-            args.id, outcome.details.status
+            args.id,
+            outcome.details.status
         );
     }
     Ok(Exit::Ok)
@@ -338,7 +342,7 @@ async fn follow_until_end(client: &RayClient, id: &str) -> Result<Exit> {
     tokio::select! {
         finished = follow_job(client, id, &mut out, &options) => match finished {
             Ok(job) => {
-                eprintln!("{}", final_line(id, &job));
+                crate::errln!("{}", final_line(id, &job));
                 Ok(job.status.exit())
             }
             // The reader went away (`| head`): nothing left to show.
@@ -346,9 +350,9 @@ async fn follow_until_end(client: &RayClient, id: &str) -> Result<Exit> {
             Err(e) => Err(e),
         },
         _ = tokio::signal::ctrl_c() => {
-            eprintln!("\ninterrupted: stopped following job {id}; it keeps running.");
-            eprintln!("re-attach: {}", reattach_command(client, id));
-            eprintln!("stop it:   nrl job stop {id} --address {}", client.address());
+            crate::errln!("\ninterrupted: stopped following job {id}; it keeps running.");
+            crate::errln!("re-attach: {}", reattach_command(client, id));
+            crate::errln!("stop it:   nrl job stop {id} --address {}", client.address());
             Ok(Exit::Interrupted)
         }
     }
@@ -450,51 +454,9 @@ fn truncate_entrypoint(entrypoint: &str, max: usize) -> String {
     cut
 }
 
-/// `30`, `30s`, `500ms`, `2m`, `1h30m`.
-pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
-    let text = text.trim();
-    if let Ok(secs) = text.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|e| e.to_string());
-    }
-    let signed: jiff::SignedDuration = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration (examples: 30s, 500ms, 2m, 1h30m)"))?;
-    Duration::try_from(signed).map_err(|_| format!("`{text}` is negative"))
-}
-
-fn parse_env_arg(text: &str) -> std::result::Result<(String, String), String> {
-    parse_env_pair(text).map_err(|d| d.message.clone())
-}
-
-fn parse_metadata_arg(text: &str) -> std::result::Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("`{text}` is not KEY=VALUE")),
-    }
-}
-
-fn parse_resources_arg(
-    text: &str,
-) -> std::result::Result<std::collections::BTreeMap<String, f64>, String> {
-    serde_json::from_str(text)
-        .map_err(|e| format!("expected a JSON object of numbers like '{{\"accel\": 1}}': {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-5s").is_err());
-    }
 
     #[test]
     fn entrypoints_are_truncated_to_their_first_line() {

@@ -80,8 +80,8 @@ pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit
         let cancel = cancel_on_signals()?;
         let exit = follow_run(k8s.as_ref(), &record, &mut Console::new(), &cancel).await?;
         if exit == Exit::Interrupted {
-            eprintln!("\ninterrupted: stopped following run {id}; it keeps running.");
-            eprintln!("re-attach: nrl job logs {id} -f");
+            crate::errln!("\ninterrupted: stopped following run {id}; it keeps running.");
+            crate::errln!("re-attach: nrl job logs {id} -f");
         }
         return Ok(exit);
     }
@@ -96,7 +96,7 @@ pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit
             .message
             .as_deref()
             .unwrap_or("its nrl process is gone");
-        eprintln!("run {id} is lost: {why}");
+        crate::errln!("run {id} is lost: {why}");
     }
     written
 }
@@ -105,13 +105,13 @@ pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit
 pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit> {
     let (mut record, k8s, store) = resolve(id, lookup).await?;
     if let Some(k) = &k8s {
-        eprintln!("nrl job stop: {}", k.banner());
+        crate::errln!("nrl job stop: {}", k.banner());
     }
     let me = crate::config::env::username(&crate::config::env::ProcessEnv);
     let progress = crate::launch::progress::Progress::auto();
     match stop_run(k8s.as_ref(), &record, &me, force, &progress).await? {
         Stopped::Stopped(state) => {
-            eprintln!("stopped run {id}: {state}");
+            crate::errln!("stopped run {id}: {state}");
             record.set_status(
                 RunStatus::Stopped,
                 record.exit_code,
@@ -119,13 +119,13 @@ pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit>
             );
             // The records follow the stop; failing to update them is only a warning.
             if let Err(e) = store.save(&record) {
-                eprintln!("warning: {}", e.message);
+                crate::errln!("warning: {}", e.message);
             }
             if let (Some(k), Some(ns)) = (&k8s, &record.namespace) {
                 let _ = update_on_cluster(k, ns, &record).await;
             }
         }
-        Stopped::AlreadyEnded(state) => eprintln!("run {id} had already ended: {state}"),
+        Stopped::AlreadyEnded(state) => crate::errln!("run {id} had already ended: {state}"),
     }
     Ok(Exit::Ok)
 }
@@ -165,7 +165,7 @@ pub fn run_verify(args: VerifyArgs) -> Result<Exit> {
         if let Some(url) = &report.wandb_url {
             Console::new().status(&format!("W&B run: {url}"));
         }
-        print!("{report}");
+        crate::out!("{report}");
         Ok(if report.ok() { Exit::Ok } else { Exit::Failed })
     })
 }

@@ -20,6 +20,7 @@ pub mod run;
 pub mod run_k8s;
 pub mod script;
 pub mod status;
+pub mod value_parsers;
 
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]

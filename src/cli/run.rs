@@ -123,7 +123,7 @@ pub struct RunArgs {
     pub no_wait: bool,
     /// How long to wait for the run to end (e.g. 30m, 12h; default 24h). The run keeps
     /// going after it; exit code 1.
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = super::job::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = super::value_parsers::parse_duration)]
     pub timeout: std::time::Duration,
     /// RayJob: delete an earlier RayJob of the same name (and its cluster) first.
     /// --raycluster: stop the running and pending jobs first, then reset the endpoint
@@ -205,10 +205,10 @@ fn run_local(cfg: &crate::config::layers::LoadedConfig, ctx: RunContext) -> Resu
     let run = local::prepare(cfg, ctx)?;
     warn_all(&run.staged.warnings);
     let id = run.ctx.run_id.clone();
-    eprintln!("run id:  {id}");
-    eprintln!("run dir: {}", run.ctx.run_dir().display());
-    eprintln!("log:     {}", run.log_path().display());
-    eprintln!("record:  {}", run.ctx.record_path().display());
+    crate::errln!("run id:  {id}");
+    crate::errln!("run dir: {}", run.ctx.run_dir().display());
+    crate::errln!("log:     {}", run.log_path().display());
+    crate::errln!("record:  {}", run.ctx.record_path().display());
     runtime()?.block_on(async move {
         let mut interrupts = Interrupts::from_signals()?;
         let outcome = run
@@ -219,9 +219,9 @@ fn run_local(cfg: &crate::config::layers::LoadedConfig, ctx: RunContext) -> Resu
             )
             .await?;
         match outcome.ended {
-            crate::launch::process::Ended::Exited(0) => eprintln!("run {id} succeeded"),
+            crate::launch::process::Ended::Exited(0) => crate::errln!("run {id} succeeded"),
             crate::launch::process::Ended::Interrupted(_) => {
-                eprintln!(
+                crate::errln!(
                     "\ninterrupted: run {id} stopped ({})",
                     outcome.processes_note()
                 )
@@ -251,12 +251,12 @@ fn run_on_ray(
     let address = run.client.address().to_string();
     runtime()?.block_on(async move {
         let mut interrupts = Interrupts::from_signals()?;
-        eprintln!("submitting run {id} to {address}");
+        crate::errln!("submitting run {id} to {address}");
         let submitted = tokio::select! {
             submitted = run.submit() => submitted?,
             _ = interrupts.recv() => {
-                eprintln!("\ninterrupted while submitting; the job may have been submitted");
-                eprintln!("check:   nrl job status {id} --address {address}");
+                crate::errln!("\ninterrupted while submitting; the job may have been submitted");
+                crate::errln!("check:   nrl job status {id} --address {address}");
                 return Ok(Exit::Interrupted);
             }
         };
@@ -266,26 +266,26 @@ fn run_on_ray(
             } else {
                 "already on the cluster"
             };
-            eprintln!(
+            crate::errln!(
                 "working_dir: {} files, {} ({how}) as {}",
                 pkg.files,
                 mib(pkg.content_bytes),
                 pkg.uri
             );
         }
-        eprint!(
+        crate::err!(
             "{}",
             ray_followups(&id, &address, &run.ctx.record_path(), &run.log_path())
         );
         let ended = run.follow(&mut std::io::stdout(), &mut interrupts).await?;
         match &ended {
             RayEnded::Detached => {
-                eprintln!("\ninterrupted: stopped following run {id}; the job keeps running.");
-                eprintln!("re-attach: nrl job logs {id} --address {address} -f");
-                eprintln!("stop it:   nrl job stop {id} --address {address}");
+                crate::errln!("\ninterrupted: stopped following run {id}; the job keeps running.");
+                crate::errln!("re-attach: nrl job logs {id} --address {address} -f");
+                crate::errln!("stop it:   nrl job stop {id} --address {address}");
             }
             RayEnded::Finished(job) if job.status == crate::ray::JobStatus::Succeeded => {
-                eprintln!("run {id} SUCCEEDED")
+                crate::errln!("run {id} SUCCEEDED")
             }
             RayEnded::Finished(_) => {}
         }
@@ -319,7 +319,7 @@ pub(super) fn write_stdout(text: &str) -> Result<Exit> {
 
 pub(super) fn warn_all(warnings: &[String]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        crate::errln!("warning: {w}");
     }
 }
 

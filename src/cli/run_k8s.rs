@@ -151,7 +151,7 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
             if let Some(url) = &report.wandb_url {
                 console.status(&format!("W&B run: {url}"));
             }
-            eprint!("{report}");
+            crate::err!("{report}");
             if !report.ok() && exit == Exit::Ok {
                 exit = Exit::Failed;
             }
@@ -203,7 +203,7 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
             if let Some(url) = &report.wandb_url {
                 console.status(&format!("W&B run: {url}"));
             }
-            eprint!("{report}");
+            crate::err!("{report}");
             if !report.ok() && exit == Exit::Ok {
                 exit = Exit::Failed;
             }

@@ -55,7 +55,7 @@ pub struct ScriptArgs {
     pub max_operations: u64,
     /// Stop the script after N seconds of wall-clock time, waits included (for CI use of
     /// playbooks; default: no limit). Exit code 1, like the other limits.
-    #[arg(long, value_name = "N", value_parser = parse_seconds)]
+    #[arg(long, value_name = "N", value_parser = super::value_parsers::parse_seconds)]
     pub max_seconds: Option<std::time::Duration>,
     /// Where the k8s, launch, cluster, dev and doctor built-ins act.
     #[command(flatten)]
@@ -67,7 +67,7 @@ pub struct ScriptArgs {
 
 pub fn run(args: ScriptArgs) -> Result<Exit> {
     if args.builtins {
-        print!("{}", docs::builtins_reference());
+        crate::out!("{}", docs::builtins_reference());
         return Ok(Exit::Ok);
     }
     let Some(file) = args.file.clone() else {
@@ -113,12 +113,12 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
     match result {
         Ok(outcome) => {
             if args.dry_run {
-                print!("{}", host.plan.render());
+                crate::out!("{}", host.plan.render());
             }
             Ok(outcome.exit)
         }
         Err(d) if d.code == CODE_INTERRUPTED => {
-            eprintln!("\ninterrupted");
+            crate::errln!("\ninterrupted");
             Ok(Exit::Interrupted)
         }
         Err(d) => Err(d),
@@ -146,14 +146,4 @@ fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, token: CancellationToken) -> 
         }
     });
     Ok(())
-}
-
-/// `--max-seconds`: a positive number of seconds (fractions allowed).
-fn parse_seconds(s: &str) -> std::result::Result<std::time::Duration, String> {
-    match s.parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(std::time::Duration::from_secs_f64(n)),
-        _ => Err(format!(
-            "`{s}` is not a positive number of seconds (e.g. 600)"
-        )),
-    }
 }

@@ -27,17 +27,17 @@ pub fn run(args: StatusArgs) -> Result<Exit> {
     let cfg = args.kube.load(&args.recipe)?;
     run_async("nothing was changed", async move {
         if cfg.infra.kuberay.roles().next().is_none() {
-            println!("(no clusters declared in recipe)");
+            crate::outln!("(no clusters declared in recipe)");
             return Ok(Exit::Ok);
         }
         let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
         let rows = status(&k8s, &cfg).await?;
         match args.output {
-            Output::Json => println!(
+            Output::Json => crate::outln!(
                 "{}",
                 serde_json::to_string_pretty(&rows).unwrap_or_default()
             ),
-            Output::Table => println!("{}", table(&rows)),
+            Output::Table => crate::outln!("{}", table(&rows)),
         }
         Ok(Exit::Ok)
     })

@@ -47,7 +47,7 @@ pub async fn gate(
 ) -> Result<Report> {
     let report = report(k8s, cfg, manifests, opts).await?;
     if !report.is_empty() {
-        eprint!("{}", report.render(color, width));
+        crate::err!("{}", report.render(color, width));
     }
     verdict(&report)?;
     Ok(report)

@@ -3,8 +3,6 @@
 //! scripts) and the job's own output (the driver log) as it streams. Library functions
 //! never print directly.
 
-use std::io::Write;
-
 use super::progress::Progress;
 
 /// Receives a launch's output.
@@ -48,9 +46,8 @@ impl Output for Console {
     }
 
     fn log(&mut self, chunk: &str) {
-        let mut out = std::io::stdout().lock();
         // A reader that went away (`| head`) must not abort the launch.
-        let _ = out.write_all(chunk.as_bytes()).and_then(|_| out.flush());
+        crate::stdio::write_out_bytes(chunk.as_bytes());
     }
 }
 

@@ -94,7 +94,7 @@ impl Progress {
             Sink::Terminal(m) => {
                 let _ = m.println(msg);
             }
-            Sink::Plain => eprintln!("{msg}"),
+            Sink::Plain => crate::errln!("{msg}"),
             Sink::Quiet => {}
             Sink::Capture(v) => v
                 .lock()

@@ -96,7 +96,7 @@ pub async fn finish_record(
     record.set_status(status, exit_code, message);
     if let Err(e) = save_record(store, record).await {
         tracing::warn!(%e, "cannot update the run record");
-        eprintln!("warning: {}", e.message);
+        crate::errln!("warning: {}", e.message);
     }
 }
 

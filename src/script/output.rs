@@ -1,6 +1,5 @@
 //! Where a script's output goes: the terminal for `nrl script`, a buffer for tests.
 
-use std::io::Write;
 use std::sync::Mutex;
 
 /// Which of the two output streams.
@@ -28,16 +27,10 @@ pub struct StdOutput;
 
 impl Output for StdOutput {
     fn write(&self, stream: Stream, text: &str) {
-        let _ = match stream {
-            Stream::Stdout => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(text.as_bytes()).and_then(|_| out.flush())
-            }
-            Stream::Stderr => {
-                let mut err = std::io::stderr().lock();
-                err.write_all(text.as_bytes()).and_then(|_| err.flush())
-            }
-        };
+        match stream {
+            Stream::Stdout => crate::stdio::write_out_bytes(text.as_bytes()),
+            Stream::Stderr => crate::stdio::write_err_bytes(text.as_bytes()),
+        }
     }
 
     fn is_terminal(&self, stream: Stream) -> bool {

@@ -50,10 +50,10 @@ pub struct StdReport;
 
 impl Report for StdReport {
     fn progress(&mut self, line: &str) {
-        eprintln!("{line}");
+        crate::errln!("{line}");
     }
     fn document(&mut self, text: &str) {
-        print!("{text}");
+        crate::out!("{text}");
     }
 }
 

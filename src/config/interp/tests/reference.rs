@@ -56,5 +56,5 @@ fn qwen3_infra_resolution_cost() {
         assert!(out.get("kuberay").is_some());
     }
     let per = start.elapsed() / runs;
-    println!("resolve qwen3 infra ({nodes} nodes): {per:?} per run (debug build)");
+    crate::outln!("resolve qwen3 infra ({nodes} nodes): {per:?} per run (debug build)");
 }
