@@ -455,6 +455,18 @@ fn follow_polls_logs_when_websockets_never_work() {
 
 #[test]
 fn ctrl_c_detaches_with_exit_130_and_a_reattach_command() {
+    detaches_on("-INT");
+}
+
+/// SIGTERM and SIGHUP are interrupts too (one Ctrl-C behaviour for every command, issue
+/// 16 item 3): the follow detaches with the same message instead of dying silently.
+#[test]
+fn sigterm_and_sighup_detach_like_ctrl_c() {
+    detaches_on("-TERM");
+    detaches_on("-HUP");
+}
+
+fn detaches_on(signal: &str) {
     let script = Script {
         statuses: Arc::new(Mutex::new(VecDeque::from(["RUNNING"]))),
         sessions: Arc::new(Mutex::new(VecDeque::new())),
@@ -477,7 +489,7 @@ fn ctrl_c_detaches_with_exit_130_and_a_reattach_command() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());

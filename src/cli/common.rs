@@ -135,14 +135,12 @@ pub fn banner(command: &str, k8s: &K8s) {
     crate::errln!("{command}: {} (server {})", k8s.banner(), k8s.server);
 }
 
-/// Run a command's future on a small runtime. Ctrl-C stops waiting (whatever was started
-/// on the cluster keeps running), prints `on_interrupt` and exits 130.
-pub fn run_async<F>(on_interrupt: &str, fut: F) -> Result<Exit>
-where
-    F: Future<Output = Result<Exit>>,
-{
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The runtime every command runs on: two workers (the machines nrl runs on are
+/// laptops and CI runners; the work is waiting on the network).
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_name("nrl-io")
         .enable_all()
         .build()
         .map_err(|e| {
@@ -150,19 +148,50 @@ where
                 "nrl::runtime",
                 format!("cannot start the async runtime: {e}"),
             )
-        })?;
-    let out = runtime.block_on(async move {
+        })
+}
+
+/// Run a command's future to its end on [`runtime`]: the one `block_on` of the commands.
+/// Open port-forwards and watches left behind are not waited for.
+pub fn block_on<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
+    let runtime = runtime()?;
+    let out = runtime.block_on(fut);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    out
+}
+
+/// The one Ctrl-C behaviour: SIGINT, SIGTERM and SIGHUP cancel the returned token. Call
+/// it (inside [`block_on`]) before the command starts anything, so an early Ctrl-C is
+/// not lost; what an interrupt means (stop waiting, detach, clean up) is the command's
+/// to decide through the token.
+pub fn cancel_on_signals() -> Result<tokio_util::sync::CancellationToken> {
+    let token = tokio_util::sync::CancellationToken::new();
+    let mut interrupts = crate::launch::process::Interrupts::from_signals()?;
+    let t = token.clone();
+    tokio::spawn(async move {
+        interrupts.recv().await;
+        t.cancel();
+    });
+    Ok(token)
+}
+
+/// [`block_on`] for a command whose interrupt means "stop waiting": Ctrl-C (or SIGTERM,
+/// SIGHUP) drops the future (whatever was started on the cluster keeps running), prints
+/// `on_interrupt` and exits 130.
+pub fn run_async<F>(on_interrupt: &str, fut: F) -> Result<Exit>
+where
+    F: Future<Output = Result<Exit>>,
+{
+    block_on(async move {
+        let cancel = cancel_on_signals()?;
         tokio::select! {
             r = fut => r,
-            _ = tokio::signal::ctrl_c() => {
+            _ = cancel.cancelled() => {
                 crate::errln!("\ninterrupted: {on_interrupt}");
                 Ok(Exit::Interrupted)
             }
         }
-    });
-    // Open port-forwards and watches are not worth waiting for.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    out
+    })
 }
 
 /// Output format of read-only commands.

@@ -156,17 +156,9 @@ pub fn run(args: DevArgs) -> Result<Exit> {
         crate::out!("{}", dev::rbac::role_yaml(&pod.namespace, sa));
         return Ok(Exit::Ok);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
-    runtime.block_on(async move {
+    // An interactive session's Ctrl-C goes to the pod (the terminal is raw); a signal to
+    // nrl itself stops it.
+    super::common::run_async("stopped; the dev pod keeps running", async move {
         match args.command {
             DevCommand::SetupSecrets(a) => setup_secrets(a).await,
             DevCommand::Connect(a) => connect(a).await,

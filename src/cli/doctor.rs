@@ -136,19 +136,18 @@ fn preflight(
     manifests: &[crate::config::node::Node],
     kube: &super::common::KubeArgs,
 ) -> Result<(K8s, Report)> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
-    runtime.block_on(async {
-        let k8s = kube.connect(Some(&cfg.infra.namespace)).await?;
-        let report = doctor::preflight(&k8s, cfg, manifests).await?;
-        Ok((k8s, report))
+    super::common::block_on(async {
+        let cancel = super::common::cancel_on_signals()?;
+        let preflight = async {
+            let k8s = kube.connect(Some(&cfg.infra.namespace)).await?;
+            let report = doctor::preflight(&k8s, cfg, manifests).await?;
+            Ok((k8s, report))
+        };
+        tokio::select! {
+            r = preflight => r,
+            _ = cancel.cancelled() => Err(Diag::new("nrl::interrupted", "interrupted: nothing was changed")
+                .with_exit(Exit::Interrupted)),
+        }
     })
 }
 

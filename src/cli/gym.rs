@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::env::{Env, ProcessEnv, username};
 use crate::diag::{Diag, Exit, Result};
@@ -200,22 +201,13 @@ pub fn run(args: GymArgs) -> Result<Exit> {
     if let GymCommand::Render(a) = &args.command {
         return render(a, env);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
-    runtime.block_on(async move {
+    super::common::block_on(async move {
+        let interrupt = super::common::cancel_on_signals()?;
         match args.command {
             GymCommand::Render(_) => Ok(Exit::Ok),
-            GymCommand::Submit(a) => submit(a, env).await,
+            GymCommand::Submit(a) => submit(a, env, &interrupt).await,
             GymCommand::Status(a) => status(a, env).await,
-            GymCommand::Logs(a) => logs(a, env).await,
+            GymCommand::Logs(a) => logs(a, env, &interrupt).await,
             GymCommand::Cancel(a) => cancel(a, env).await,
         }
     })
@@ -323,7 +315,7 @@ fn reattach_hint(run: &str) -> String {
     )
 }
 
-async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
+async fn submit(args: SubmitArgs, env: Arc<dyn Env>, cancel: &CancellationToken) -> Result<Exit> {
     let p = prepare(&args.config, env.clone())?;
     let k8s = session::connect(&p.plan, args.context.as_deref(), None).await?;
     crate::errln!(
@@ -367,7 +359,7 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>) -> Result<Exit> {
         );
         tokio::select! {
             r = follow => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
+            _ = cancel.cancelled() => None,
         }
     };
     live.clear();
@@ -469,7 +461,7 @@ async fn status(args: StatusArgs, env: Arc<dyn Env>) -> Result<Exit> {
     Ok(exit_of(&view))
 }
 
-async fn logs(args: LogsArgs, env: Arc<dyn Env>) -> Result<Exit> {
+async fn logs(args: LogsArgs, env: Arc<dyn Env>, cancel: &CancellationToken) -> Result<Exit> {
     let (k8s, _) = connect_run(&args.target, env.as_ref()).await?;
     let ns = k8s.namespace.clone();
     let req = LogRequest {
@@ -491,7 +483,7 @@ async fn logs(args: LogsArgs, env: Arc<dyn Env>) -> Result<Exit> {
     });
     tokio::select! {
         r = stream => r.map(|_| Exit::Ok),
-        _ = tokio::signal::ctrl_c() => Ok(Exit::Interrupted),
+        _ = cancel.cancelled() => Ok(Exit::Interrupted),
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use tokio_util::sync::CancellationToken;
 
 use super::value_parsers::{
     parse_duration, parse_env_arg, parse_metadata_arg, parse_resources_arg,
@@ -187,24 +188,15 @@ pub struct StopArgs {
     pub stop_timeout: Duration,
 }
 
-/// Run `nrl job …` on its own small runtime.
+/// Run `nrl job …`.
 pub fn run(args: JobArgs) -> Result<Exit> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
-    runtime.block_on(async move {
+    super::common::block_on(async move {
+        let cancel = super::common::cancel_on_signals()?;
         match args.command {
-            JobCommand::Submit(a) => submit(a).await,
+            JobCommand::Submit(a) => submit(a, &cancel).await,
             JobCommand::List(a) => list(a).await,
             JobCommand::Status(a) => status(a).await,
-            JobCommand::Logs(a) => logs(a).await,
+            JobCommand::Logs(a) => logs(a, &cancel).await,
             JobCommand::Stop(a) => stop(a).await,
         }
     })
@@ -228,7 +220,7 @@ fn client(conn: &RayConnectionArgs) -> Result<RayClient> {
     )
 }
 
-async fn submit(args: SubmitArgs) -> Result<Exit> {
+async fn submit(args: SubmitArgs, cancel: &CancellationToken) -> Result<Exit> {
     // Everything that can be wrong locally is checked before the first request.
     let working_dir = match &args.working_dir {
         Some(dir) => {
@@ -280,7 +272,7 @@ async fn submit(args: SubmitArgs) -> Result<Exit> {
         crate::errln!("follow it with: {}", reattach_command(&client, &id));
         return Ok(Exit::Ok);
     }
-    follow_until_end(&client, &id).await
+    follow_until_end(&client, &id, cancel).await
 }
 
 async fn list(args: ListArgs) -> Result<Exit> {
@@ -301,13 +293,13 @@ async fn status(args: StatusArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-async fn logs(args: LogsArgs) -> Result<Exit> {
+async fn logs(args: LogsArgs, cancel: &CancellationToken) -> Result<Exit> {
     if args.connection.address.is_none() {
         return super::job_runs::logs(&args.id, &args.lookup, args.follow).await;
     }
     let client = client(&args.connection)?;
     if args.follow {
-        return follow_until_end(&client, &args.id).await;
+        return follow_until_end(&client, &args.id, cancel).await;
     }
     let text = client.logs(&args.id).await?;
     let mut out = std::io::stdout();
@@ -336,7 +328,11 @@ async fn stop(args: StopArgs) -> Result<Exit> {
 }
 
 /// Stream the log until the job ends, or until Ctrl-C detaches (the job keeps running).
-async fn follow_until_end(client: &RayClient, id: &str) -> Result<Exit> {
+async fn follow_until_end(
+    client: &RayClient,
+    id: &str,
+    cancel: &CancellationToken,
+) -> Result<Exit> {
     let mut out = std::io::stdout();
     let options = FollowOptions::default();
     tokio::select! {
@@ -349,7 +345,7 @@ async fn follow_until_end(client: &RayClient, id: &str) -> Result<Exit> {
             Err(e) if e.code == CODE_OUTPUT_CLOSED => Ok(Exit::Ok),
             Err(e) => Err(e),
         },
-        _ = tokio::signal::ctrl_c() => {
+        _ = cancel.cancelled() => {
             crate::errln!("\ninterrupted: stopped following job {id}; it keeps running.");
             crate::errln!("re-attach: {}", reattach_command(client, id));
             crate::errln!("stop it:   nrl job stop {id} --address {}", client.address());

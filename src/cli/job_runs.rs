@@ -4,7 +4,6 @@
 use std::io::Write;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
 use super::common::KubeArgs as RunLookupArgs;
 use crate::config::env::ProcessEnv;
@@ -13,7 +12,6 @@ use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
 use crate::launch::cluster_record::{find_run, update_on_cluster};
 use crate::launch::output::{Console, Output};
-use crate::launch::process::Interrupts;
 use crate::launch::records::{CODE_NOT_FOUND, RunKind, RunRecord, RunStatus, RunStore};
 use crate::launch::verify::verify;
 
@@ -62,22 +60,11 @@ async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<
     Ok((record, Some(k8s), store))
 }
 
-fn cancel_on_signals() -> Result<CancellationToken> {
-    let token = CancellationToken::new();
-    let mut interrupts = Interrupts::from_signals()?;
-    let t = token.clone();
-    tokio::spawn(async move {
-        interrupts.recv().await;
-        t.cancel();
-    });
-    Ok(token)
-}
-
 /// `nrl job logs RUN_ID [-f]`
 pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit> {
     let (record, k8s, _) = resolve(id, lookup).await?;
     if follow {
-        let cancel = cancel_on_signals()?;
+        let cancel = super::common::cancel_on_signals()?;
         let exit = follow_run(k8s.as_ref(), &record, &mut Console::new(), &cancel).await?;
         if exit == Exit::Interrupted {
             crate::errln!("\ninterrupted: stopped following run {id}; it keeps running.");
@@ -149,7 +136,7 @@ pub struct VerifyArgs {
 
 /// `nrl verify RUN_ID`
 pub fn run_verify(args: VerifyArgs) -> Result<Exit> {
-    super::run::runtime()?.block_on(async move {
+    super::common::block_on(async move {
         let (record, k8s, _) = resolve(&args.id, &args.lookup).await?;
         let Some(k8s) = k8s else {
             return Err(Diag::new(

@@ -58,17 +58,7 @@ pub struct ReplArgs {
 }
 
 pub fn run(args: ReplArgs) -> Result<Exit> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("nrl-io")
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
+    let runtime = super::common::runtime()?;
     let workdir = std::env::current_dir()
         .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
     let interactive = std::io::stdin().is_terminal();

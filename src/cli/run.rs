@@ -209,7 +209,7 @@ fn run_local(cfg: &crate::config::layers::LoadedConfig, ctx: RunContext) -> Resu
     crate::errln!("run dir: {}", run.ctx.run_dir().display());
     crate::errln!("log:     {}", run.log_path().display());
     crate::errln!("record:  {}", run.ctx.record_path().display());
-    runtime()?.block_on(async move {
+    super::common::block_on(async move {
         let mut interrupts = Interrupts::from_signals()?;
         let outcome = run
             .execute(
@@ -249,7 +249,7 @@ fn run_on_ray(
     warn_all(&run.staged.warnings);
     let id = run.ctx.run_id.clone();
     let address = run.client.address().to_string();
-    runtime()?.block_on(async move {
+    super::common::block_on(async move {
         let mut interrupts = Interrupts::from_signals()?;
         crate::errln!("submitting run {id} to {address}");
         let submitted = tokio::select! {
@@ -321,19 +321,6 @@ pub(super) fn warn_all(warnings: &[String]) {
     for w in warnings {
         crate::errln!("warning: {w}");
     }
-}
-
-pub(super) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })
 }
 
 #[cfg(test)]

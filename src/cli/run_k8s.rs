@@ -2,9 +2,8 @@
 //! (`--raycluster`) and `--dry-run`. Parsing and printing only; the work is in
 //! `crate::launch`.
 
-use tokio_util::sync::CancellationToken;
-
-use super::run::{RunArgs, run_context, runtime, write_stdout};
+use super::common::{block_on, cancel_on_signals};
+use super::run::{RunArgs, run_context, write_stdout};
 use crate::config::layers::LoadedConfig;
 use crate::config::node::Node;
 use crate::diag::{Exit, Result};
@@ -13,7 +12,6 @@ use crate::launch::ephemeral::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions, RunE
 use crate::launch::k8s_run::rayjob_run;
 use crate::launch::longlived::{self, LongLivedOptions};
 use crate::launch::output::{Console, Output};
-use crate::launch::process::Interrupts;
 use crate::launch::runid;
 use crate::launch::submit::ModeFlags;
 use crate::launch::verify::verify;
@@ -82,18 +80,6 @@ async fn connect(args: &RunArgs, cfg: &LoadedConfig, launch: &[Node]) -> Result<
     Ok(k8s)
 }
 
-/// Ctrl-C (and SIGTERM/SIGHUP) cancel the token; registered before anything is created.
-fn cancel_on_signals() -> Result<CancellationToken> {
-    let token = CancellationToken::new();
-    let mut interrupts = Interrupts::from_signals()?;
-    let t = token.clone();
-    tokio::spawn(async move {
-        interrupts.recv().await;
-        t.cancel();
-    });
-    Ok(token)
-}
-
 /// The Kubernetes launch.
 pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     apply_code_flags(args, &mut cfg);
@@ -104,7 +90,7 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     let opts = rayjob_options(args, ctx.run_id.clone());
     // Everything is validated before the first cluster call.
     let plan = ephemeral::plan(&cfg, &opts)?;
-    runtime()?.block_on(async move {
+    block_on(async move {
         let cancel = cancel_on_signals()?;
         let launch: Vec<Node> = std::iter::once(&plan.manifest)
             .chain(&plan.dra)
@@ -183,7 +169,7 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
         validate: !args.no_validate,
     };
     let plan = longlived::plan(&cfg, &ctx, &opts)?;
-    runtime()?.block_on(async move {
+    block_on(async move {
         let cancel = cancel_on_signals()?;
         let k8s = connect(args, &cfg, &[]).await?;
         let mut console = Console::new();

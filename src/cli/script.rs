@@ -4,7 +4,6 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::ConnectOptions;
@@ -74,19 +73,9 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
         return Err(Diag::new("nrl::script::usage", "no script given")
             .help("pass a .rhai file: `nrl script scripts/launch.rhai`"));
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("nrl-io")
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diag::new(
-                "nrl::runtime",
-                format!("cannot start the async runtime: {e}"),
-            )
-        })?;
-    let cancel = CancellationToken::new();
-    watch_ctrl_c(&runtime, cancel.clone())?;
+    let runtime = super::common::runtime()?;
+    // Registered before the script starts, so an early Ctrl-C is not lost.
+    let cancel = runtime.block_on(async { super::common::cancel_on_signals() })?;
 
     let workdir = std::env::current_dir()
         .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
@@ -123,27 +112,4 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
         }
         Err(d) => Err(d),
     }
-}
-
-/// Cancel `token` on SIGINT. The handler is installed before the script starts, so an
-/// early Ctrl-C is not lost.
-fn watch_ctrl_c(runtime: &tokio::runtime::Runtime, token: CancellationToken) -> Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut sigint = runtime
-            .block_on(async { signal(SignalKind::interrupt()) })
-            .map_err(|e| Diag::new("nrl::runtime", format!("cannot watch Ctrl-C: {e}")))?;
-        runtime.spawn(async move {
-            sigint.recv().await;
-            token.cancel();
-        });
-    }
-    #[cfg(not(unix))]
-    runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            token.cancel();
-        }
-    });
-    Ok(())
 }
