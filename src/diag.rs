@@ -5,6 +5,7 @@
 //! into a different file than the first label become related diagnostics so miette can
 //! show each file's snippet.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -61,7 +62,8 @@ pub struct Diag(Box<DiagInner>);
 /// The contents of a [`Diag`].
 #[derive(Debug, Clone)]
 pub struct DiagInner {
-    pub code: &'static str,
+    /// Stable code (`nrl::config::unknown_key`); a playbook's own findings bring theirs.
+    pub code: Cow<'static, str>,
     pub message: String,
     pub labels: Vec<Label>,
     pub help: Option<String>,
@@ -76,9 +78,9 @@ pub type Result<T, E = Diag> = std::result::Result<T, E>;
 
 impl Diag {
     /// A bad-input error (exit 2).
-    pub fn new(code: &'static str, message: impl Into<String>) -> Diag {
+    pub fn new(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Diag {
         Diag(Box::new(DiagInner {
-            code,
+            code: code.into(),
             message: message.into(),
             labels: Vec::new(),
             help: None,
@@ -90,7 +92,7 @@ impl Diag {
     }
 
     /// A cluster / Ray API failure (exit 3).
-    pub fn api(code: &'static str, message: impl Into<String>) -> Diag {
+    pub fn api(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Diag {
         Diag::new(code, message).with_exit(Exit::Api)
     }
 
@@ -214,7 +216,7 @@ struct DiagView<'a> {
     labels: Vec<LabeledSpan>,
     related: Vec<DiagView<'a>>,
     help: Option<String>,
-    code: Option<&'static str>,
+    code: Option<&'a str>,
     severity: Severity,
 }
 
@@ -306,7 +308,7 @@ impl<'a> DiagView<'a> {
             labels,
             related: views,
             help: help.map(|h| escape_keeping_lines(&h).into_owned()),
-            code: Some(diag.code),
+            code: Some(&diag.code),
             severity: diag.severity,
         }
     }

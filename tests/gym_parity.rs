@@ -159,7 +159,7 @@ fn the_blobs_hold_the_resolved_config_and_the_record_stub() {
 fn the_example_warns_about_idle_gpus() {
     let env = MapEnv::new([("HF_TOKEN", "x")]);
     let loaded = load_text("k8s.yaml", &data("k8s_vllm_single_node.yaml"), &[], &env).unwrap();
-    let codes: Vec<&str> = loaded.warnings.iter().map(|w| w.code).collect();
+    let codes: Vec<&str> = loaded.warnings.iter().map(|w| &*w.code).collect();
     assert_eq!(codes, ["nrl::gym::idle_gpus"]);
     assert!(loaded.warnings[0].message.contains("leaving 6 GPU(s) idle"));
 }

@@ -1,10 +1,6 @@
 //! The report: findings that survived the allows, errors first, rendered with miette,
 //! and a one-line summary.
 
-use std::borrow::Cow;
-use std::collections::BTreeSet;
-use std::sync::Mutex;
-
 use super::allow::{AllowedBy, Allows};
 use super::{Finding, Severity};
 use crate::diag::{Diag, Exit};
@@ -122,28 +118,9 @@ impl Report {
     }
 }
 
-/// A `&'static str` for a diagnostic's code. Built-in rule codes are static already;
-/// a playbook's own codes are interned once each (a script defines a handful), so the
-/// memory kept is bounded by the number of distinct codes, not of findings.
-fn static_code(f: &Finding) -> &'static str {
-    static INTERNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-    match &f.code {
-        Cow::Borrowed(c) => c,
-        Cow::Owned(c) => {
-            let mut set = INTERNED.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(known) = set.get(c.as_str()) {
-                return known;
-            }
-            let leaked: &'static str = Box::leak(c.clone().into_boxed_str());
-            set.insert(leaked);
-            leaked
-        }
-    }
-}
-
 /// A finding as a diagnostic (warnings keep their severity).
 pub fn to_diag(f: &Finding) -> Diag {
-    let mut d = Diag::new(static_code(f), f.message.clone()).label(f.span, f.label.clone());
+    let mut d = Diag::new(f.code.clone(), f.message.clone()).label(f.span, f.label.clone());
     for r in &f.related {
         d = d.label(Some(r.span), r.text.clone());
     }
@@ -176,8 +153,7 @@ mod tests {
         let text = report.render(false, 80);
         assert!(text.contains("team::gym"), "{text}");
         assert!(text.ends_with("doctor: 1 error, 1 warning\n"), "{text}");
-        // The same custom code renders through one interned string.
-        let a = static_code(&custom());
-        assert!(std::ptr::eq(a, static_code(&custom())));
+        // A custom code is the diagnostic's code as it is (nothing is interned or leaked).
+        assert_eq!(to_diag(&custom()).code, "team::gym");
     }
 }

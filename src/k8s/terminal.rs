@@ -122,13 +122,17 @@ fn spawn_stdin_pump(mut w: tokio::io::WriteHalf<tokio::io::SimplexStream>, stop:
 
 /// Whether fd 0 has input (or EOF) within `wait`.
 fn stdin_readable(wait: Duration) -> bool {
-    let mut fds = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: one valid pollfd for the duration of the call.
-    let n = unsafe { libc::poll(&mut fds, 1, ms) };
-    n > 0 && fds.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec::try_from(wait).ok();
+    match poll(&mut fds, timeout.as_ref()) {
+        Ok(n) => {
+            n > 0
+                && fds[0]
+                    .revents()
+                    .intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR)
+        }
+        Err(_) => false,
+    }
 }

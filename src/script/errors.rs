@@ -40,9 +40,11 @@ pub fn usage(code: &'static str, message: impl Into<String>, help: &str) -> Box<
 }
 
 /// The library code of a built-in failure (`None` for script errors).
-pub fn error_code(e: &EvalAltResult) -> Option<&'static str> {
+pub fn error_code(e: &EvalAltResult) -> Option<String> {
     match e {
-        EvalAltResult::ErrorRuntime(v, _) => v.read_lock::<ScriptError>().map(|s| s.0.code),
+        EvalAltResult::ErrorRuntime(v, _) => {
+            v.read_lock::<ScriptError>().map(|s| s.0.code.to_string())
+        }
         _ => None,
     }
 }

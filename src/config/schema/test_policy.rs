@@ -5,9 +5,9 @@ use super::test_schema::{err, min_plus, ok, part, yaml};
 use super::*;
 use crate::config::node::{Node, Value};
 
-fn codes(e: &Diag) -> Vec<&'static str> {
-    std::iter::once(e.code)
-        .chain(e.related.iter().map(|r| r.code))
+fn codes(e: &Diag) -> Vec<&str> {
+    std::iter::once(&*e.code)
+        .chain(e.related.iter().map(|r| &*r.code))
         .collect()
 }
 
@@ -435,7 +435,7 @@ mod cluster_spec_body {
         for text in ["{name: x}", "{name: x, spec: null}", "{name: x, spec: [1]}"] {
             let e = err(part(cluster, "kuberay.training", text));
             assert!(
-                ["nrl::config::required", "nrl::config::type"].contains(&e.code),
+                ["nrl::config::required", "nrl::config::type"].contains(&&*e.code),
                 "{text}: {}",
                 e.code
             );

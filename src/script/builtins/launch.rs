@@ -455,7 +455,10 @@ fn follow_driver(h: &Host, j: &RayJob) -> RhaiResult<Map> {
         });
         match followed {
             Ok(_) => break,
-            Err(e) if error_code(&e) == Some(CODE_NOT_FOUND) && tries < SUBMIT_WAIT_TRIES => {
+            Err(e)
+                if error_code(&e).as_deref() == Some(CODE_NOT_FOUND)
+                    && tries < SUBMIT_WAIT_TRIES =>
+            {
                 tries += 1;
                 h.block_on(async {
                     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -463,7 +466,7 @@ fn follow_driver(h: &Host, j: &RayJob) -> RhaiResult<Map> {
                 })?;
             }
             // With shutdownAfterJobFinishes the head goes away right after the job ends.
-            Err(e) if error_code(&e) == Some(CODE_UNREACHABLE) => {
+            Err(e) if error_code(&e).as_deref() == Some(CODE_UNREACHABLE) => {
                 h.line(
                     Stream::Stderr,
                     "note: the Ray dashboard went away (the cluster shuts down when the job \

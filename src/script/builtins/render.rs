@@ -68,7 +68,7 @@ pub fn problems_of(diags: Vec<Diag>) -> Array {
     let mut stack: Vec<Diag> = diags.into_iter().rev().collect();
     while let Some(d) = stack.pop() {
         let mut m = Map::new();
-        m.insert("code".into(), d.code.into());
+        m.insert("code".into(), d.code.to_string().into());
         m.insert("message".into(), d.message.clone().into());
         m.insert(
             "location".into(),

@@ -87,7 +87,7 @@ fn matches_the_omegaconf_2_3_corpus() {
                 .find(|(c, k, _, _)| *c == name && k == key);
             let ok = match (want.get("ok"), want["err"].as_str(), &got) {
                 _ if diff.is_some() => {
-                    matches!(&got, Err(d) if Some(d.code) == diff.map(|d| d.2))
+                    matches!(&got, Err(d) if Some(&*d.code) == diff.map(|d| d.2))
                 }
                 (Some(v), _, Ok(n)) => same(v, n),
                 // A literal `???` is the string "???" once resolved.

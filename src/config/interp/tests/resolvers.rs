@@ -106,7 +106,7 @@ fn arithmetic_follows_python_semantics() {
     assert_eq!(j["l"], json!("b"));
     let d = failure("a: ${div:1,0}\n");
     assert_eq!(
-        (d.code, d.message.as_str()),
+        (&*d.code, d.message.as_str()),
         ("nrl::interp::resolver", "division by zero")
     );
     let d = failure("a: ${sub:a,b}\n");
