@@ -174,6 +174,55 @@ fn attach_status_logs_and_cancel() {
     );
 }
 
+/// Jobs their TTL removed keep the outcome the run record saw, in `GymRun.status()` as
+/// in `nrl gym status`: one library function serves both (issue 16 item 2; the built-in
+/// showed them as Pending).
+#[test]
+fn status_keeps_the_recorded_outcome_of_jobs_their_ttl_removed() {
+    let fake = fake();
+    let cache = tempfile::tempdir().unwrap();
+    let submit = run_on(
+        &fake,
+        cache.path(),
+        r#"let run = gym::submit(gym::load("tests/data/gym/e2e_three.yaml", #{run_id: "gym-script-ttl"}));
+           run.wait();"#,
+        &[],
+        false,
+    );
+    submit.ok();
+    // The TTL controller removes the finished Jobs, and the garbage collector their pods.
+    for b in ["gpqa", "math", "tau2"] {
+        assert!(fake.delete(
+            "batch/v1",
+            "Job",
+            "evals",
+            &format!("gym-gym-script-ttl-{b}"),
+            None
+        ));
+    }
+    for pod in fake.pods("evals", "gym-job-id=gym-script-ttl") {
+        let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+        fake.delete("v1", "Pod", "evals", &name, None);
+    }
+    let r = run_on(
+        &fake,
+        cache.path(),
+        r#"for row in gym::attach("gym-script-ttl").status() {
+               print(`${row.benchmark} ${row.state} ${row.detail}`);
+           }"#,
+        &[],
+        false,
+    );
+    r.ok();
+    // math's failure is in the record as it was seen (the view starts from it).
+    assert_eq!(
+        r.stdout(),
+        "gpqa Succeeded (Job no longer on the cluster)\n\
+         math Failed driver exited 3 (Error)\n\
+         tau2 Succeeded (Job no longer on the cluster)\n"
+    );
+}
+
 #[test]
 fn options_are_checked() {
     let fake = fake();

@@ -16,10 +16,9 @@ use crate::gym::names::check_run_id;
 use crate::gym::ops::apply::ApplySettings;
 use crate::gym::ops::cancel::{Canceller, cancel_run};
 use crate::gym::ops::logs::{LogRequest, stream_logs};
-use crate::gym::ops::watch::{explain_from_pods, read_run};
+use crate::gym::ops::watch::{read_status, view_of};
 use crate::gym::record::GymRecord;
 use crate::gym::session::{self, Prepared, exit_of};
-use crate::gym::state::Phase;
 use crate::gym::table;
 use crate::gym::view::RunView;
 use crate::k8s::{ConnectOptions, K8s};
@@ -405,51 +404,12 @@ async fn status(args: StatusArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let (k8s, record) = connect_run(&args.target, env.as_ref()).await?;
     let ns = k8s.namespace.clone();
     let run = &args.target.run;
-    let mut view = match &record {
-        Some(r) => {
-            let mut v = RunView::new(
-                r.gym
-                    .benchmarks
-                    .iter()
-                    .map(|b| (b.benchmark.clone(), b.job.clone())),
-            );
-            for b in &r.gym.benchmarks {
-                if let Some(e) = &b.error {
-                    v.apply_failed(&b.job, e);
-                }
-            }
-            v
-        }
-        None => RunView::discovering(),
-    };
-    read_run(&k8s, &ns, run, &mut view).await?;
-    // Jobs removed by their TTL keep the outcome the record saw.
-    if let Some(r) = &record {
-        for b in &r.gym.benchmarks {
-            let recorded = b.phase.as_deref();
-            if let Some(row) = view.row_mut(&b.job)
-                && row.phase == Phase::Pending
-                && matches!(recorded, Some("Succeeded" | "Failed" | "Deleted"))
-            {
-                row.phase = match recorded {
-                    Some("Succeeded") => Phase::Succeeded,
-                    Some("Failed") => Phase::Failed,
-                    _ => Phase::Deleted,
-                };
-                row.detail = format!(
-                    "{} (Job no longer on the cluster)",
-                    b.detail.clone().unwrap_or_default()
-                )
-                .trim()
-                .to_string();
-            }
-        }
-    }
+    let mut view = view_of(record.as_ref());
+    read_status(&k8s, &ns, run, record.as_ref(), &mut view).await?;
     if view.rows().is_empty() {
         return Err(Diag::new("nrl::gym::no_run", format!("no Jobs of run `{run}` in namespace `{ns}`"))
             .help("check the run id and --namespace/--context (runs submitted here are remembered in ~/.cache/nrl/runs)"));
     }
-    explain_from_pods(&k8s, &ns, run, &mut view).await?;
     crate::outln!("run {run} (context `{}`, namespace `{ns}`)", k8s.context);
     crate::out!(
         "{}",

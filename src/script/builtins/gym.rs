@@ -17,7 +17,7 @@ use super::gym_run::{
     wait_run,
 };
 use super::render::Manifest;
-use crate::gym::ops::watch::{explain_from_pods, read_run};
+use crate::gym::ops::watch::read_status;
 use crate::gym::record::GymRecord;
 use crate::gym::session::Prepared;
 use crate::gym::view::RunView;
@@ -184,16 +184,17 @@ pub mod gym_module {
         }
         let h = host(&ctx)?;
         let k = live(r)?.clone();
-        let mut view = r
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .view
-            .clone();
-        h.block_on(async {
-            read_run(&k, &r.namespace, &r.run_id, &mut view).await?;
-            explain_from_pods(&k, &r.namespace, &r.run_id, &mut view).await
-        })?;
+        let (mut view, record) = {
+            let s = r.state.lock().unwrap_or_else(|e| e.into_inner());
+            (s.view.clone(), s.record.clone())
+        };
+        h.block_on(read_status(
+            &k,
+            &r.namespace,
+            &r.run_id,
+            record.as_ref(),
+            &mut view,
+        ))?;
         let out = rows(&view);
         r.state.lock().unwrap_or_else(|e| e.into_inner()).view = view;
         Ok(out)

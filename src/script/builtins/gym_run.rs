@@ -13,6 +13,7 @@ use crate::gym::config::GymLoadRequest;
 use crate::gym::ops::apply::ApplySettings;
 use crate::gym::ops::cancel::cancel_run;
 use crate::gym::ops::logs::{LogRequest, stream_logs};
+use crate::gym::ops::watch::view_of;
 use crate::gym::record::GymRecord;
 use crate::gym::session;
 use crate::gym::state::BenchStatus;
@@ -228,21 +229,7 @@ pub(super) fn attach_run(
     let context =
         opt_str(options, "context").or_else(|| record.as_ref().and_then(|r| r.run.context.clone()));
     let k = connect(&h, context, namespace)?;
-    let view = match &record {
-        Some(r) => {
-            let mut v = RunView::new(
-                r.gym
-                    .benchmarks
-                    .iter()
-                    .map(|b| (b.benchmark.clone(), b.job.clone())),
-            );
-            for b in r.gym.benchmarks.iter().filter(|b| b.error.is_some()) {
-                v.apply_failed(&b.job, b.error.as_deref().unwrap_or_default());
-            }
-            v
-        }
-        None => RunView::discovering(),
-    };
+    let view = view_of(record.as_ref());
     Ok(GymRun {
         run_id: run_id.to_string(),
         namespace: k.namespace.clone(),
