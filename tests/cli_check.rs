@@ -549,3 +549,66 @@ fn a_reader_that_goes_away_does_not_make_nrl_panic() {
         assert_eq!(run(&bad), Some(2), "an error to a closed stderr");
     }
 }
+
+/// The README's quick-start commands need no cluster: each one runs here as written
+/// (`cargo run -q --` is the binary under test), so the README cannot drift from nrl.
+#[test]
+fn the_readme_quick_start_commands_run_without_a_cluster() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("read README");
+    let start = readme
+        .find("## Quick start")
+        .expect("a Quick start section");
+    let end = start
+        + readme[start..]
+            .find("\n## Commands")
+            .expect("the next section");
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    let mut pending = String::new();
+    for line in readme[start..end].lines() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        if !in_block || line.trim_start().starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        pending.push_str(line.trim_end_matches('\\').trim());
+        pending.push(' ');
+        if line.ends_with('\\') {
+            continue;
+        }
+        let full = std::mem::take(&mut pending);
+        let mut text = full.trim().to_string();
+        for (k, v) in &vars {
+            text = text.replace(&format!("${k}"), v);
+        }
+        if let Some(rest) = text.strip_prefix("cargo run -q -- ") {
+            commands.push(rest.split_whitespace().map(str::to_string).collect());
+        } else if let Some((k, v)) = text.split_once('=')
+            && !k.contains(' ')
+        {
+            vars.push((k.to_string(), v.to_string()));
+        } else {
+            assert_eq!(text, "make test", "a quick-start line this test cannot run");
+        }
+    }
+    assert_eq!(commands.len(), 4, "{commands:?}");
+    let home = tempfile::tempdir().expect("tempdir");
+    for args in &commands {
+        let out = nrl()
+            .args(args)
+            .env("HOME", home.path())
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "nrl {}\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
