@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod dev;
 pub mod diag;
 pub mod doctor;
 pub mod gym;

@@ -1,5 +1,5 @@
 //! `nrl dev …`: the personal dev pod. Parsing and printing only; the work is in
-//! `crate::launch::dev`.
+//! `crate::dev`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -11,9 +11,9 @@ use clap::{Args, Subcommand};
 use super::value_parsers::parse_duration;
 use crate::config::env::ProcessEnv;
 use crate::config::infra_only::InfraRequest;
+use crate::dev::{self, DevPod, Report, StdReport, secrets};
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
-use crate::launch::dev::{self, DevPod, Report, StdReport, secrets};
 
 /// A CPU pod of your own in the cluster, for syncing code and debugging.
 #[derive(Debug, Args)]

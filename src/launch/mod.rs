@@ -6,7 +6,6 @@ pub mod cluster;
 pub mod cluster_record;
 pub mod daemon;
 pub mod dashboard;
-pub mod dev;
 pub mod ephemeral;
 pub mod follow;
 pub mod health;

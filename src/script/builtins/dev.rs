@@ -1,4 +1,4 @@
-//! `dev`: the personal dev pod through `crate::launch::dev` — the library behind
+//! `dev`: the personal dev pod through `crate::dev` — the library behind
 //! `nrl dev setup-secrets|connect|stop` — plus `sync_code`, which copies local code into
 //! the pod. The pod comes from `dev:` in the infra layers (shipped defaults, user defaults,
 //! an `infra` file), as for the commands.
@@ -14,9 +14,9 @@ use rhai::{Array, Dynamic, Map};
 
 use super::options::Options;
 use crate::config::infra_only::InfraRequest;
+use crate::dev::secrets::{SecretEdit, check_key, check_unique};
+use crate::dev::{self, ConnectOptions, DevPod, Report, Stopped};
 use crate::diag::Diag;
-use crate::launch::dev::secrets::{SecretEdit, check_key, check_unique};
-use crate::launch::dev::{self, ConnectOptions, DevPod, Report, Stopped};
 use crate::ray::UploadSet;
 use crate::script::errors::{RhaiResult, at, fail, usage};
 use crate::script::host::{Host, host};
