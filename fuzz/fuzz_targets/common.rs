@@ -22,8 +22,10 @@ pub fn render(d: &Diag) {
     let _ = d.render(true, 200);
 }
 
-/// Fuzzers hand over bytes; nrl reads text (a file that is not UTF-8 is refused before
-/// any parser sees it).
-pub fn text(data: &[u8]) -> Option<&str> {
-    std::str::from_utf8(data).ok()
+/// Run `f` on the input as text, forgetting what it registered. Fuzzers hand over bytes;
+/// nrl reads text (a file that is not UTF-8 is refused before any parser sees it).
+pub fn on_text(data: &[u8], f: impl FnOnce(&str)) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        scratch(|| f(text));
+    }
 }

@@ -12,10 +12,7 @@ use nrl::gym::config::load_text;
 use nrl::gym::plan::{RunMeta, plan};
 
 fuzz_target!(|data: &[u8]| {
-    let Some(text) = common::text(data) else {
-        return;
-    };
-    common::scratch(|| {
+    common::on_text(data, |text| {
         let env = MapEnv::new([("HF_TOKEN", "hf_fuzz"), ("USER", "u"), ("HOME", "/home/u")]);
         match load_text("gym.yaml", text, &[], &env) {
             Err(e) => common::render(&e),

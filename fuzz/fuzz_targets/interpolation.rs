@@ -13,10 +13,7 @@ use nrl::config::interp::{check_syntax, resolve};
 use nrl::config::node::{Map, Node};
 
 fuzz_target!(|data: &[u8]| {
-    let Some(text) = common::text(data) else {
-        return;
-    };
-    common::scratch(|| {
+    common::on_text(data, |text| {
         // A JSON object is a whole config (the seeds are OmegaConf's golden cases);
         // other text is a value that others refer to and that refers to them.
         let tree = match serde_json::from_str::<serde_json::Value>(text) {

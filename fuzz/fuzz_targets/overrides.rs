@@ -15,10 +15,7 @@ use nrl::render::emit::to_yaml;
 const TREE: &str = "policy:\n  lr: 1.0e-4\n  model: {name: qwen, layers: [1, 2, 3]}\n  tags: [a, b]\ngrpo: {steps: 5, 'a.b': 1}\nlist: [{x: 1}, {y: [2]}]\nempty: {}\nnone: null\n";
 
 fuzz_target!(|data: &[u8]| {
-    let Some(text) = common::text(data) else {
-        return;
-    };
-    common::scratch(|| {
+    common::on_text(data, |text| {
         // An empty sweep (`range(5,2)`) is allowed: Hydra's expands to no points too.
         if let Err(e) = expand_sweep(text) {
             common::render(&e);

@@ -13,10 +13,7 @@ use nrl::config::yaml::parse_source;
 use nrl::render::emit::to_yaml;
 
 fuzz_target!(|data: &[u8]| {
-    let Some(text) = common::text(data) else {
-        return;
-    };
-    common::scratch(|| {
+    common::on_text(data, |text| {
         let id = add_source("fuzz.yaml", None, text, SourceKind::Text);
         match parse_source(id) {
             Err(e) => common::render(&e),

@@ -181,7 +181,16 @@ pub(crate) struct Ctx<'a> {
     entry_overrides: std::cell::OnceCell<Vec<effective::EntryOverride>>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    fn new(cfg: &'a LoadedConfig, manifests: &'a [Node], opts: &'a Options) -> Ctx<'a> {
+        Ctx {
+            cfg,
+            manifests,
+            opts,
+            entry_overrides: std::cell::OnceCell::new(),
+        }
+    }
+
     /// The Hydra overrides the training entrypoint passes (parsed once).
     pub fn entry_overrides(&self) -> &[effective::EntryOverride] {
         self.entry_overrides
@@ -208,12 +217,7 @@ pub fn offline_with(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) -> R
 /// rule alone, allows ignored): what a file written from these manifests holds in clear.
 pub fn literal_secrets(cfg: &LoadedConfig, manifests: &[Node]) -> Vec<Finding> {
     let opts = Options::default();
-    let ctx = Ctx {
-        cfg,
-        manifests,
-        opts: &opts,
-        entry_overrides: std::cell::OnceCell::new(),
-    };
+    let ctx = Ctx::new(cfg, manifests, &opts);
     let mut out = Vec::new();
     secrets::check(&ctx, &mut out);
     dedupe(out)
@@ -221,12 +225,7 @@ pub fn literal_secrets(cfg: &LoadedConfig, manifests: &[Node]) -> Vec<Finding> {
 
 /// The raw findings of every offline rule, before allows (deduplicated, in rule order).
 pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) -> Vec<Finding> {
-    let ctx = Ctx {
-        cfg,
-        manifests,
-        opts,
-        entry_overrides: std::cell::OnceCell::new(),
-    };
+    let ctx = Ctx::new(cfg, manifests, opts);
     let mut out = Vec::new();
     cluster_shape::check(&ctx, &mut out);
     secrets::check(&ctx, &mut out);
