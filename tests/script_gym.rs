@@ -200,10 +200,17 @@ fn status_keeps_the_recorded_outcome_of_jobs_their_ttl_removed() {
             None
         ));
     }
-    for pod in fake.pods("evals", "gym-job-id=gym-script-ttl") {
-        let name = pod["metadata"]["name"].as_str().unwrap().to_string();
-        fake.delete("v1", "Pod", "evals", &name, None);
-    }
+    // The fake's Job simulation may still be writing a pod of a Job it just lost: delete
+    // until none is left, so the read below sees the cluster the TTL leaves.
+    let gone = fake.wait_until_blocking(std::time::Duration::from_secs(10), |f| {
+        let pods = f.pods("evals", "gym-job-id=gym-script-ttl");
+        for pod in &pods {
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+            f.delete("v1", "Pod", "evals", name, None);
+        }
+        pods.is_empty()
+    });
+    assert!(gone, "the run's pods are gone");
     let r = run_on(
         &fake,
         cache.path(),
@@ -218,7 +225,7 @@ fn status_keeps_the_recorded_outcome_of_jobs_their_ttl_removed() {
     assert_eq!(
         r.stdout(),
         "gpqa Succeeded (Job no longer on the cluster)\n\
-         math Failed driver exited 3 (Error)\n\
+         math Failed driver exited 3 (Error) (Job no longer on the cluster)\n\
          tau2 Succeeded (Job no longer on the cluster)\n"
     );
 }
