@@ -715,3 +715,152 @@ fn a_queued_interactive_run_submits_after_admission() {
     assert_eq!(rj["status"]["jobDeploymentStatus"], "Complete");
     remove_staging(&run);
 }
+
+/// A request as the comparison below sees it: method, path and query with what differs
+/// between two runs of one launch taken out (the run id, the RayCluster and head pod
+/// names KubeRay generates, the resourceVersion a watch resumes from). `None` for the
+/// dashboard's port-forwards (and the head Service read before each): the Ray client
+/// opens one per HTTP call, and how many calls a log follow makes is a matter of timing.
+fn request_shape(r: &support::fake_k8s::RequestRecord, run: &str, rec: &Value) -> Option<String> {
+    if r.path.ends_with("/portforward") || r.path.contains("-head-svc") {
+        return None;
+    }
+    let mut query: Vec<&str> = r
+        .query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("resourceVersion="))
+        .collect();
+    query.sort_unstable();
+    let cluster = rec["k8s"]["raycluster"]
+        .as_str()
+        .expect("the record names the RayCluster");
+    Some(
+        format!("{} {}?{}", r.method, r.path, query.join("&"))
+            .replace(run, "<run>")
+            .replace(cluster, "<cluster>"),
+    )
+}
+
+/// A run record with what differs between two runs of the same launch taken out.
+fn record_shape(w: &World, run: &str) -> Value {
+    let mut rec = record(w, run);
+    let obj = rec.as_object_mut().unwrap();
+    for key in [
+        "created_at",
+        "updated_at",
+        "started_at",
+        "ended_at",
+        "finished_at",
+    ] {
+        obj.remove(key);
+    }
+    let cluster = rec["k8s"]["raycluster"].as_str().unwrap_or("-").to_string();
+    let text = serde_json::to_string(&rec)
+        .unwrap()
+        .replace(run, "<run>")
+        .replace(&cluster, "<cluster>")
+        .replace(&w.home.path().display().to_string(), "<home>");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Issue 16 item 1: a playbook's launch is `nrl run`'s. The same launch through `nrl run`
+/// and through a one-line script makes the same API requests in the same order (DRA
+/// objects, the RayJob, the upload and submit, the record's cluster copy, the DRA objects
+/// handed to the RayCluster, the teardown) and leaves the same run record.
+#[test]
+fn a_script_launch_makes_the_requests_and_the_record_of_nrl_run() {
+    let Some(by_cli) = world() else { return };
+    let Some(by_script) = world() else { return };
+    let (cli_run, script_run) = (id("same-cli"), id("same-rhai"));
+    let out = nrl(&by_cli)
+        .args(["run", QS_RECIPE, "--infra", DRA_INFRA, "--run-id", &cli_run])
+        .args(["--ttl", "0", "--skip-doctor", "grpo.max_num_steps=2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let dir = tempfile::tempdir().unwrap();
+    let playbook = dir.path().join("launch.rhai");
+    std::fs::write(
+        &playbook,
+        format!(
+            r#"launch::rayjob(recipe("{QS_RECIPE}", #{{infra: "{DRA_INFRA}", overrides: ["grpo.max_num_steps=2"]}}), #{{run_id: "{script_run}", ttl: 0}}).follow();"#
+        ),
+    )
+    .unwrap();
+    let out = nrl(&by_script)
+        .arg("script")
+        .arg(&playbook)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Processed prompts: 100%"), "{stdout}");
+
+    // One sequence per task of the launch (they interleave as timing has it): its own
+    // steps, the RayJob watch, and the log follower's head-pod lookups.
+    fn is_rayjob_watch(r: &str) -> bool {
+        r.starts_with("GET /apis/ray.io/v1/namespaces/default/rayjobs?")
+    }
+    fn is_follower_lookup(r: &str) -> bool {
+        r.starts_with("GET /api/v1/namespaces/default/pods?")
+    }
+    fn is_launch_step(r: &str) -> bool {
+        !is_rayjob_watch(r) && !is_follower_lookup(r)
+    }
+    let requests = |w: &World, run: &str| -> (Vec<String>, Vec<String>, Vec<String>) {
+        let rec = record(w, run);
+        let log = w.fake.request_log();
+        assert!(
+            log.iter().any(|r| r.path.ends_with("/portforward")),
+            "the driver log came through a port-forward"
+        );
+        let shapes: Vec<String> = log
+            .iter()
+            .filter_map(|r| request_shape(r, run, &rec))
+            .collect();
+        let of = |task: fn(&str) -> bool| -> Vec<String> {
+            shapes.iter().filter(|r| task(r)).cloned().collect()
+        };
+        (
+            of(is_launch_step),
+            of(is_rayjob_watch),
+            of(is_follower_lookup),
+        )
+    };
+    let (cli, script) = (
+        requests(&by_cli, &cli_run),
+        requests(&by_script, &script_run),
+    );
+    assert_eq!(
+        script.0,
+        cli.0,
+        "script requests:\n{}\n\nnrl run requests:\n{}",
+        script.0.join("\n"),
+        cli.0.join("\n")
+    );
+    assert_eq!(script.1, cli.1, "the RayJob watch");
+    assert_eq!(script.2, cli.2, "the log follower's requests");
+    assert!(!cli.1.is_empty() && !cli.2.is_empty());
+    assert_eq!(
+        record_shape(&by_script, &script_run),
+        record_shape(&by_cli, &cli_run)
+    );
+    assert_eq!(record(&by_script, &script_run)["status"], "succeeded");
+    // `nrl verify` finds the playbook's run from another machine (the record's cluster
+    // copy) and checks it from the RayJob and the copied driver log.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = nrl(&by_script)
+        .env("HOME", elsewhere.path())
+        .args(["verify", &script_run, "-n", "default"])
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report}\n{}",
+        text(&out.stderr)
+    );
+    assert!(report.contains("checklist: 4 passed"), "{report}");
+}

@@ -99,7 +99,7 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
         let k8s = connect(args, &cfg, &launch).await?;
         let mut console = Console::new();
         let (outcome, record) =
-            rayjob_run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
+            rayjob_run(&k8s, &cfg, ctx, plan, opts, &mut console, &cancel).await?;
         let id = &outcome.run_id;
         let mut exit = outcome.exit();
         match &outcome.end {

@@ -2,11 +2,13 @@
 //! and its cluster copy are written once the run exists and updated when it ends, and the
 //! commands to follow, stop and check the run are printed right after the submit.
 
+use std::time::Duration;
+
 use serde_json::Value as Json;
 use tokio_util::sync::CancellationToken;
 
 use super::cluster_record::save_on_cluster;
-use super::ephemeral::{self, RayJobRunOptions, RunEnd, RunOutcome};
+use super::ephemeral::{self, RayJobRunOptions, RayJobState, RunEnd, RunOutcome};
 use super::output::Output;
 use super::owned::owner_ref;
 use super::records::{K8sRun, RunKind, RunRecord, RunStatus};
@@ -126,37 +128,58 @@ pub fn status_of(outcome: &RunOutcome) -> (RunStatus, Option<String>) {
     }
 }
 
-/// An ephemeral RayJob run of `cfg` as `ctx.run_id`, with records and follow-up
-/// commands: start the planned run ([`ephemeral::plan`], done before connecting so bad
-/// input fails without a cluster), save the records (owned by the RayJob) and print how
-/// to follow the run, wait (unless `opts.wait` is off), record how it ended.
-pub async fn rayjob_run(
+/// An ephemeral run whose RayJob exists and whose job is submitted (or will be, by
+/// KubeRay): what [`RayJobRun::wait`] needs, kept by `nrl run` between its steps and by a
+/// script's `RayJob` handle between `launch::rayjob` and `wait()` / `follow()`.
+#[derive(Debug)]
+pub struct RayJobRun {
+    pub plan: ephemeral::RayJobPlan,
+    pub opts: RayJobRunOptions,
+    pub ctx: RunContext,
+    /// The run record as last saved.
+    pub record: RunRecord,
+    /// The RayJob, as owner of the record's cluster copy.
+    owners: Vec<Json>,
+    /// What the last step saw of the RayJob.
+    state: RayJobState,
+}
+
+/// Where [`start_rayjob_run`] left a run.
+#[derive(Debug)]
+pub enum RayJobStart {
+    /// Submitted: the records are saved and the follow-up commands printed.
+    Running(Box<RayJobRun>),
+    /// It ended before the job ran: interrupted (what it created is gone), or KubeRay
+    /// gave up on the cluster (recorded).
+    Ended(Box<RunOutcome>, Box<RunRecord>),
+}
+
+/// Start an ephemeral run of `cfg` as `ctx.run_id` ([`ephemeral::plan`] is done before
+/// connecting, so bad input fails without a cluster): the RayJob and its DRA objects
+/// ([`ephemeral::start`]), the records (local, and on the cluster owned by the RayJob),
+/// and the commands that follow, stop and verify the run.
+pub async fn start_rayjob_run(
     k8s: &K8s,
     cfg: &LoadedConfig,
-    ctx: &RunContext,
-    plan: &ephemeral::RayJobPlan,
-    opts: &RayJobRunOptions,
+    ctx: RunContext,
+    plan: ephemeral::RayJobPlan,
+    opts: RayJobRunOptions,
     progress: &mut dyn Output,
     cancel: &CancellationToken,
-) -> Result<(RunOutcome, RunRecord)> {
+) -> Result<RayJobStart> {
     if let Some(up) = &plan.upload {
         for w in &up.warnings {
             progress.status(&format!("warning: {w}"));
         }
     }
-    let mut record = base_record(cfg, ctx, k8s, RunKind::Rayjob);
+    let mut record = base_record(cfg, &ctx, k8s, RunKind::Rayjob);
     record.cluster = Some(plan.name.clone());
     if let Some(kr) = record.k8s.as_mut() {
         kr.rayjob = Some(plan.name.clone());
         kr.shutdown = plan.shutdown;
         kr.ttl_seconds = Some(plan.ttl_seconds);
     }
-    let mut opts = opts.clone();
-    if opts.log_copy.is_none() && opts.wait {
-        std::fs::create_dir_all(ctx.run_dir()).ok();
-        opts.log_copy = Some(ctx.run_dir().join(DRIVER_LOG));
-    }
-    let (live, state) = match ephemeral::start(k8s, plan, &opts, progress, cancel).await? {
+    let (live, state) = match ephemeral::start(k8s, &plan, &opts, progress, cancel).await? {
         ephemeral::Start::Running { live, state } => (live, state),
         ephemeral::Start::Ended(outcome) => {
             // KubeRay gave up before the job ran: keep a local record of that.
@@ -167,14 +190,14 @@ pub async fn rayjob_run(
                     progress.status(&format!("warning: {}", e.message));
                 }
             }
-            return Ok((outcome, record));
+            return Ok(RayJobStart::Ended(Box::new(outcome), Box::new(record)));
         }
     };
     let owners: Vec<Json> = owner_ref(&live).into_iter().collect();
-    let saved = save_everywhere(k8s, ctx, &record, &owners, &plan.owner, progress).await;
+    let saved = save_everywhere(k8s, &ctx, &record, &owners, &plan.owner, progress).await;
     for line in followups(
         &plan.run_id,
-        ctx,
+        &ctx,
         k8s,
         &plan.namespace,
         &format!("RayJob {}", plan.name),
@@ -182,20 +205,82 @@ pub async fn rayjob_run(
     ) {
         progress.status(&line);
     }
-    if !opts.wait {
-        return Ok((ephemeral::submitted(plan, state.cluster), record));
+    Ok(RayJobStart::Running(Box::new(RayJobRun {
+        plan,
+        opts,
+        ctx,
+        record,
+        owners,
+        state,
+    })))
+}
+
+impl RayJobRun {
+    /// The outcome of a run nobody waited for (yet).
+    pub fn submitted(&self) -> RunOutcome {
+        ephemeral::submitted(&self.plan, self.state.cluster.clone())
     }
-    let outcome = ephemeral::wait(k8s, plan, &opts, state, progress, cancel).await?;
-    if let Some(rc) = &outcome.cluster
-        && let Some(kr) = record.k8s.as_mut()
-    {
-        kr.raycluster = Some(rc.clone());
+
+    /// Wait up to `timeout` for the end ([`ephemeral::wait`]: with `follow_log` the driver
+    /// log streams into `progress` and the run directory's `driver.log`), then record how
+    /// the run ended, locally and on the cluster. Callable again: a later wait starts
+    /// from what this one saw.
+    pub async fn wait(
+        &mut self,
+        k8s: &K8s,
+        follow_log: bool,
+        timeout: Duration,
+        progress: &mut dyn Output,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome> {
+        let mut opts = self.opts.clone();
+        opts.timeout = timeout;
+        if follow_log && opts.log_copy.is_none() {
+            let dir = self.ctx.run_dir();
+            opts.log_copy = tokio::fs::create_dir_all(&dir)
+                .await
+                .ok()
+                .map(|()| dir.join(DRIVER_LOG));
+        }
+        let state = self.state.clone();
+        let outcome =
+            ephemeral::wait(k8s, &self.plan, &opts, state, follow_log, progress, cancel).await?;
+        if let Some(rc) = &outcome.cluster {
+            // The cluster is known and the DRA objects were handed to it.
+            self.state.cluster = Some(rc.clone());
+            if let Some(kr) = self.record.k8s.as_mut() {
+                kr.raycluster = Some(rc.clone());
+            }
+        }
+        let (status, message) = status_of(&outcome);
+        if status != RunStatus::Running {
+            let code = if outcome.exit() == Exit::Ok { 0 } else { 1 };
+            self.record.set_status(status, Some(code), message);
+        }
+        let (ctx, record, owners) = (&self.ctx, &self.record, &self.owners);
+        save_everywhere(k8s, ctx, record, owners, &self.plan.owner, progress).await;
+        Ok(outcome)
     }
-    let (status, message) = status_of(&outcome);
-    if status != RunStatus::Running {
-        let code = if outcome.exit() == Exit::Ok { 0 } else { 1 };
-        record.set_status(status, Some(code), message);
+}
+
+/// `nrl run`'s ephemeral run: [`start_rayjob_run`], then (unless `opts.wait` is off)
+/// [`RayJobRun::wait`] following the driver log. Returns the outcome and the record.
+pub async fn rayjob_run(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: RunContext,
+    plan: ephemeral::RayJobPlan,
+    opts: RayJobRunOptions,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<(RunOutcome, RunRecord)> {
+    let (wait, timeout) = (opts.wait, opts.timeout);
+    match start_rayjob_run(k8s, cfg, ctx, plan, opts, progress, cancel).await? {
+        RayJobStart::Ended(outcome, record) => Ok((*outcome, *record)),
+        RayJobStart::Running(run) if !wait => Ok((run.submitted(), run.record)),
+        RayJobStart::Running(mut run) => {
+            let outcome = run.wait(k8s, true, timeout, progress, cancel).await?;
+            Ok((outcome, run.record))
+        }
     }
-    save_everywhere(k8s, ctx, &record, &owners, &plan.owner, progress).await;
-    Ok((outcome, record))
 }

@@ -25,6 +25,8 @@ pub fn test_env() -> MapEnv {
 
 /// One finished run.
 pub struct Run {
+    /// The run store of this run (`XDG_CACHE_HOME`), removed with it.
+    pub cache: tempfile::TempDir,
     pub out: Arc<CapturedOutput>,
     pub host: Arc<Host>,
     pub result: Result<Outcome, Diag>,
@@ -84,6 +86,11 @@ pub fn run_with(
     setup: impl FnOnce(&mut HostOptions),
 ) -> Run {
     let (mut opts, out) = options(&repo());
+    // Run records go to a store of this run's own, never under the (fake) HOME.
+    let cache = tempfile::tempdir().expect("temp dir");
+    let mut env = test_env();
+    env.set("XDG_CACHE_HOME", &cache.path().display().to_string());
+    opts.env = Arc::new(env);
     setup(&mut opts);
     let host = Host::new(opts);
     let h = host.clone();
@@ -96,7 +103,12 @@ pub fn run_with(
         .expect("spawn")
         .join()
         .expect("script thread");
-    Run { out, host, result }
+    Run {
+        cache,
+        out,
+        host,
+        result,
+    }
 }
 
 /// Run `text` with default options.
@@ -124,6 +136,9 @@ pub fn nrl() -> assert_cmd::Command {
         .env("COLUMNS", "100")
         .env("NRL_USER", "alice")
         .env("HOME", "/nonexistent/nrl-test-home")
+        // Run records stay in the build's scratch space (HOME is not writable, or should
+        // not be written).
+        .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
         .env_remove("NRL_PATH")
         .env_remove("RAY_ADDRESS")
         .env_remove("NRL_DEFAULTS")

@@ -159,7 +159,7 @@ pub async fn run_rayjob(
     match start(k8s, &plan, opts, progress, cancel).await? {
         Start::Ended(outcome) => Ok(outcome),
         Start::Running { .. } if !opts.wait => Ok(submitted(&plan, None)),
-        Start::Running { state, .. } => wait(k8s, &plan, opts, state, progress, cancel).await,
+        Start::Running { state, .. } => wait(k8s, &plan, opts, state, true, progress, cancel).await,
     }
 }
 
@@ -279,13 +279,14 @@ pub async fn start(
     }
 }
 
-/// Steps 5-6: wait for the end (streaming the driver log, copied to `opts.log_copy`),
-/// then check the teardown. `state` is what [`start`] saw.
+/// Steps 5-6: wait for the end (with `follow_log`, streaming the driver log, copied to
+/// `opts.log_copy`), then check the teardown. `state` is what [`start`] saw.
 pub async fn wait(
     k8s: &K8s,
     plan: &RayJobPlan,
     opts: &RayJobRunOptions,
     state: RayJobState,
+    follow_log: bool,
     progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<RunOutcome> {
@@ -299,6 +300,7 @@ pub async fn wait(
         None => None,
     };
     let mut waiter = Waiter::new(k8s, plan, progress, cancel);
+    waiter.follow_log = follow_log;
     waiter.log_copy = log_copy;
     // start() already saw the cluster (InteractiveMode) and handed the DRA objects over.
     waiter.dra_with_cluster |= state.cluster.is_some();

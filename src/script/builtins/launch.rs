@@ -1,12 +1,14 @@
-//! `launch`: ephemeral RayJob runs from a script.
+//! `launch`: ephemeral RayJob runs from a script, through the launch library's steps as
+//! `nrl run` takes them (`crate::launch::k8s_run`).
 //!
-//! `launch::rayjob(cfg, opts)` renders the run's RayJob (`crate::launch::rayjob`),
-//! validates it offline, and then either records the apply (plan mode, simulated handle)
-//! or applies it and returns a live handle. The handle waits on the RayJob with one watch,
-//! follows the driver log through a port-forward to the head's dashboard, and keeps that
-//! log for checklists. The start is the launch library's (`launch::ephemeral::start`, as
-//! `nrl run`): same-name checks, DRA objects owned by the RayJob, and with `codeSource:
-//! upload` the working_dir upload and submit through the head's dashboard.
+//! `launch::rayjob(cfg, opts)` plans the run (`ephemeral::plan`: rendered and validated
+//! offline) and either records the apply (plan mode, simulated handle) or starts it
+//! (`start_rayjob_run`: same-name checks, DRA objects owned by the RayJob, with
+//! `codeSource: upload` the working_dir upload and submit, the run record locally and on
+//! the cluster) and returns a live handle. `wait()` and `follow()` are the run's wait step
+//! (`RayJobRun::wait`): one watch on the RayJob, the DRA objects handed to its RayCluster,
+//! with `follow()` the driver log streamed (and kept for checklists), the record updated
+//! when it ends. So `nrl job logs|stop <id>` find a playbook's run as they find `nrl run`'s.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,29 +19,25 @@ use serde_json::Value as Json;
 
 use super::config::Config;
 use super::ray::Dashboard;
-use super::render::{Manifest, rayjob_of, run_options};
-use super::stream::follow_log;
+use super::render::{Manifest, run_options};
+use super::run::run_context;
 use crate::config::node::Node;
 use crate::diag::Diag;
 use crate::k8s::K8s;
 use crate::k8s::portforward::PodTarget;
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::{Verdict, rayjob_terminal_state, str_at};
+use crate::k8s::wait::str_at;
 use crate::launch::Progress;
-use crate::launch::check::validate_manifests;
-use crate::launch::ephemeral::{self, RayJobRunOptions, RunEnd, Start};
+use crate::launch::ephemeral::{self, RayJobRunOptions, RayJobState, RunEnd};
+use crate::launch::k8s_run::{RayJobRun, RayJobStart, start_rayjob_run};
 use crate::launch::output::Output as LaunchOutput;
-use crate::ray::error::{CODE_NOT_FOUND, CODE_UNREACHABLE};
 use crate::ray::{RayClient, RayClientOptions};
-use crate::script::errors::{RhaiResult, at, error_code, fail};
+use crate::script::errors::{RhaiResult, at, fail};
 use crate::script::host::{Host, ScriptRay, host};
 use crate::script::output::Stream;
 
 /// Default wait for a RayJob to finish: one day.
 const DEFAULT_TIMEOUT: INT = 86_400;
-
-/// Half-second retries while KubeRay has not yet submitted a Running RayJob's job.
-const SUBMIT_WAIT_TRIES: u32 = 120;
 
 /// A RayJob launched (or, in plan mode, planned) by a script.
 #[derive(Clone)]
@@ -54,6 +52,9 @@ pub struct RayJob {
     pub wandb: bool,
     /// The driver log seen by `follow()`.
     log: Arc<Mutex<String>>,
+    /// The launched run between its steps (`None` in plan mode, or when it ended before
+    /// its job ran).
+    run: Option<Arc<Mutex<RayJobRun>>>,
 }
 
 #[export_module]
@@ -136,23 +137,26 @@ pub mod launch_module {
         Ok(status_map(obj.as_ref()))
     }
 
-    /// Wait (up to a day) until the RayJob finishes, printing each state change.
+    /// Wait (up to a day) until the RayJob finishes, printing each state change; the run
+    /// record says how it ended.
+    /// Returns the final status map. Example: `let st = job.wait(); print(st.job);`
     #[rhai_fn(global, pure, return_raw)]
     pub fn wait(ctx: NativeCallContext, j: &mut RayJob) -> RhaiResult<Map> {
-        wait_terminal(&*host(&ctx)?, j, DEFAULT_TIMEOUT)
+        wait_for_end(&host(&ctx)?, j, DEFAULT_TIMEOUT, false)
     }
 
     /// Wait up to `timeout` seconds until the RayJob finishes.
     #[rhai_fn(global, name = "wait", pure, return_raw)]
     pub fn wait_for(ctx: NativeCallContext, j: &mut RayJob, timeout: INT) -> RhaiResult<Map> {
-        wait_terminal(&*host(&ctx)?, j, timeout)
+        wait_for_end(&host(&ctx)?, j, timeout, false)
     }
 
-    /// Print the driver log until the job ends (kept for `log()`), then wait for the
-    /// RayJob to finish; returns its final status.
+    /// Print the driver log until the job ends (kept for `log()`, copied to the run's
+    /// `driver.log`) while waiting for the RayJob to finish, as `nrl run` does; returns
+    /// its final status. Example: `let st = launch::rayjob(cfg).follow();`
     #[rhai_fn(global, pure, return_raw)]
     pub fn follow(ctx: NativeCallContext, j: &mut RayJob) -> RhaiResult<Map> {
-        follow_driver(&*host(&ctx)?, j)
+        wait_for_end(&host(&ctx)?, j, DEFAULT_TIMEOUT, true)
     }
 
     /// The driver log `follow()` saw.
@@ -210,36 +214,10 @@ pub mod launch_module {
 fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult<RayJob> {
     let h = host(ctx)?;
     let opts = run_options(options, &[]).map_err(fail)?;
-    let (run_id, manifest) = rayjob_of(cfg, &opts).map_err(fail)?;
-    validate_manifests(std::slice::from_ref(manifest.node())).map_err(fail)?;
-    let wandb = cfg
-        .value("logger.wandb_enabled")
-        .ok()
-        .and_then(|n| n.as_bool())
-        .unwrap_or(false);
-    let job = RayJob {
-        name: manifest.name(),
-        namespace: manifest.namespace(),
-        run_id: run_id.clone(),
-        planned: h.dry_run(),
-        shutdown: opts.rayjob.shutdown_after_finishes,
-        wandb,
-        manifest: manifest.clone(),
-        log: Arc::new(Mutex::new(String::new())),
-    };
-    let details = format!(
-        "namespace {}; run {run_id}; shutdownAfterJobFinishes={}, ttlSecondsAfterFinished={}",
-        job.namespace, opts.rayjob.shutdown_after_finishes, opts.rayjob.ttl_seconds_after_finished
-    );
-    if h.dry_run() {
-        h.plan.record("apply", manifest.describe(), details);
-        return Ok(job);
-    }
-    let k = h.k8s()?;
-    h.announce(&k, &job.namespace);
-    // The same start as `nrl run`: same-name checks, DRA objects owned by the RayJob,
-    // the RayJob, and with `codeSource: upload` the working_dir upload and submit.
-    let mut run = RayJobRunOptions::new(run_id.clone());
+    // The run as `nrl run` makes it: its id unused on this machine, a record in the
+    // script's run store, the upload paths read from the working directory.
+    let rc = run_context(&h, cfg, opts.run_id.as_deref(), None)?;
+    let mut run = RayJobRunOptions::new(rc.run_id.clone());
     run.name = opts.rayjob.name.clone();
     run.shutdown = opts.rayjob.shutdown_after_finishes;
     // KubeRay refuses a TTL without shutdown: unless given, it follows the choice.
@@ -249,36 +227,80 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
     };
     run.extra_labels = opts.rayjob.extra_labels.clone();
     run.wait = false;
-    run.repo_root = h.path(".");
+    run.repo_root = rc.repo_root.clone();
+    // Validated here, in plan mode too: a plan shows the RayJob the launch would apply.
     let plan = ephemeral::plan(cfg.loaded(), &run).map_err(fail)?;
-    let mut out = HostOutput {
-        host: h.clone(),
-        quiet: Progress::quiet(),
+    let wandb = cfg
+        .value("logger.wandb_enabled")
+        .ok()
+        .and_then(|n| n.as_bool())
+        .unwrap_or(false);
+    let mut job = RayJob {
+        name: plan.name.clone(),
+        namespace: plan.namespace.clone(),
+        run_id: plan.run_id.clone(),
+        planned: h.dry_run(),
+        shutdown: plan.shutdown,
+        wandb,
+        manifest: Manifest::new(Node::from_json(&plan.manifest)),
+        log: Arc::new(Mutex::new(String::new())),
+        run: None,
     };
+    let details = format!(
+        "namespace {}; run {}; shutdownAfterJobFinishes={}, ttlSecondsAfterFinished={}",
+        job.namespace, job.run_id, plan.shutdown, plan.ttl_seconds
+    );
+    if h.dry_run() {
+        h.plan.record("apply", job.manifest.describe(), details);
+        return Ok(job);
+    }
+    let k = h.k8s()?;
+    h.announce(&k, &job.namespace);
+    let mut out = HostOutput::new(&h, None);
     let cancel = h.cancel_token();
-    let started = h.block_on(ephemeral::start(&k, &plan, &run, &mut out, &cancel))?;
-    if let Start::Ended(o) = &started
-        && matches!(o.end, RunEnd::Cancelled | RunEnd::Detached)
-    {
-        return Err(fail(Diag::new(
-            "nrl::script::interrupted",
-            "interrupted before the RayJob's job was submitted; its objects were deleted",
-        )));
+    let started = h.block_on(start_rayjob_run(
+        &k,
+        cfg.loaded(),
+        rc,
+        plan,
+        run,
+        &mut out,
+        &cancel,
+    ))?;
+    match started {
+        RayJobStart::Ended(o, _) if matches!(o.end, RunEnd::Cancelled | RunEnd::Detached) => {
+            return Err(fail(Diag::new(
+                "nrl::script::interrupted",
+                "interrupted before the RayJob's job was submitted; its objects were deleted",
+            )));
+        }
+        // KubeRay gave up before the job ran (recorded): `wait()` reports the RayJob.
+        RayJobStart::Ended(..) => {}
+        RayJobStart::Running(r) => job.run = Some(Arc::new(Mutex::new(*r))),
     }
     h.line(
         Stream::Stderr,
-        &format!("applied {} ({details})", manifest.describe()),
+        &format!("applied {} ({details})", job.manifest.describe()),
     );
-    Ok(RayJob {
-        manifest: Manifest::new(Node::from_json(&plan.manifest)),
-        ..job
-    })
+    Ok(job)
 }
 
-/// The launch library's status lines into the script's output.
+/// The launch library's status lines into the script's output; the driver log to its
+/// stdout and, when following, into the handle's `log()`.
 struct HostOutput {
     host: Arc<Host>,
     quiet: Progress,
+    kept: Option<Arc<Mutex<String>>>,
+}
+
+impl HostOutput {
+    fn new(host: &Arc<Host>, kept: Option<Arc<Mutex<String>>>) -> HostOutput {
+        HostOutput {
+            host: host.clone(),
+            quiet: Progress::quiet(),
+            kept,
+        }
+    }
 }
 
 impl LaunchOutput for HostOutput {
@@ -292,6 +314,9 @@ impl LaunchOutput for HostOutput {
 
     fn log(&mut self, chunk: &str) {
         self.host.print(Stream::Stdout, chunk);
+        if let Some(mut kept) = self.kept.as_ref().and_then(|k| k.lock().ok()) {
+            kept.push_str(chunk);
+        }
     }
 }
 
@@ -308,76 +333,80 @@ fn planned_status() -> Map {
 }
 
 fn status_map(obj: Option<&Json>) -> Map {
-    let field = |p: &str| {
-        obj.and_then(|o| str_at(o, p))
-            .map(|s| Dynamic::from(s.to_string()))
-            .unwrap_or(Dynamic::UNIT)
-    };
+    match obj {
+        Some(o) => state_map(&RayJobState::of(o)),
+        None => {
+            let mut m = state_map(&RayJobState::default());
+            m.insert("exists".into(), Dynamic::FALSE);
+            m
+        }
+    }
+}
+
+/// What a RayJob's status says, as the script sees it (`()` for what it does not say).
+fn state_map(state: &RayJobState) -> Map {
+    let field = |v: &Option<String>| v.clone().map(Dynamic::from).unwrap_or(Dynamic::UNIT);
     let mut m = Map::new();
-    m.insert("deployment".into(), field("/status/jobDeploymentStatus"));
-    m.insert("job".into(), field("/status/jobStatus"));
-    m.insert("cluster".into(), field("/status/rayClusterName"));
-    m.insert("job_id".into(), field("/status/jobId"));
-    m.insert("message".into(), field("/status/message"));
-    m.insert("exists".into(), Dynamic::from_bool(obj.is_some()));
+    m.insert("deployment".into(), field(&state.deployment));
+    m.insert("job".into(), field(&state.job));
+    m.insert("cluster".into(), field(&state.cluster));
+    m.insert("job_id".into(), field(&state.job_id));
+    m.insert("message".into(), field(&state.message));
+    m.insert("exists".into(), Dynamic::TRUE);
     m.insert("planned".into(), Dynamic::FALSE);
     m
 }
 
-fn disappeared(j: &RayJob) -> Diag {
-    Diag::api(
-        "nrl::run::rayjob_gone",
-        format!(
-            "RayJob {} disappeared from {} before it finished",
-            j.name, j.namespace
-        ),
-    )
-    .help("someone deleted it, or KubeRay removed it after its TTL")
-}
-
-fn wait_terminal(h: &Host, j: &RayJob, timeout: INT) -> RhaiResult<Map> {
+/// `wait()` / `follow()`: the launch library's wait step ([`RayJobRun::wait`], as `nrl
+/// run`), which watches the RayJob, hands its DRA objects to the RayCluster, follows the
+/// driver log when asked, and keeps the run record up to date.
+fn wait_for_end(h: &Arc<Host>, j: &RayJob, timeout: INT, follow_log: bool) -> RhaiResult<Map> {
     if j.planned {
+        if follow_log {
+            h.line(
+                Stream::Stderr,
+                &format!("(plan) would follow the driver log of RayJob {}", j.name),
+            );
+        }
         return Ok(planned_status());
     }
-    let (k, ar) = (h.k8s()?, by_kind("RayJob").map_err(fail)?);
-    let secs = u64::try_from(timeout).unwrap_or(0);
-    let mut last: Option<(String, String)> = None;
-    let obj = h.block_on(k.wait_for(
-        &ar,
-        &j.namespace,
-        &j.name,
-        Duration::from_secs(secs),
-        "finished",
-        |o| {
-            let Some(o) = o else {
-                return Verdict::Fail(disappeared(j));
-            };
-            let d = str_at(o, "/status/jobDeploymentStatus")
-                .unwrap_or("None")
-                .to_string();
-            let s = str_at(o, "/status/jobStatus").unwrap_or("None").to_string();
-            if last.as_ref() != Some(&(d.clone(), s.clone())) {
-                h.line(
-                    Stream::Stderr,
-                    &format!("[rayjob] {} deployment={d} job={s}", j.name),
-                );
-                // Under Kueue: suspended until admitted, then KubeRay resumes it.
-                if d == "Suspended" {
-                    h.line(
-                        Stream::Stderr,
-                        &format!("[rayjob] {} waiting for admission (suspended)", j.name),
-                    );
-                }
-                last = Some((d.clone(), s));
-            }
-            if rayjob_terminal_state(&d) {
-                Verdict::Done(o.clone())
-            } else {
-                Verdict::Pending
-            }
-        },
-    ))?;
-    Ok(status_map(Some(&obj)))
+    let k = h.k8s()?;
+    let Some(run) = &j.run else {
+        // It ended before its job ran: the RayJob's status says how.
+        let ar = by_kind("RayJob").map_err(fail)?;
+        let obj = h.block_on(k.get(&ar, &j.namespace, &j.name))?;
+        return Ok(status_map(obj.as_ref()));
+    };
+    let kept = follow_log.then(|| {
+        // A new follow reads the log from its start.
+        if let Ok(mut log) = j.log.lock() {
+            log.clear();
+        }
+        j.log.clone()
+    });
+    let mut out = HostOutput::new(h, kept);
+    let cancel = h.cancel_token();
+    let timeout = Duration::from_secs(u64::try_from(timeout).unwrap_or(0));
+    let mut run = run.lock().map_err(|_| {
+        fail(Diag::new(
+            "nrl::script::state",
+            format!(
+                "the handle of RayJob {} is unusable after an earlier failure",
+                j.name
+            ),
+        ))
+    })?;
+    let outcome = h.block_on(run.wait(&k, follow_log, timeout, &mut out, &cancel))?;
+    match outcome.end {
+        RunEnd::Finished { state, .. } => Ok(state_map(&state)),
+        _ => Err(fail(Diag::new(
+            "nrl::script::interrupted",
+            format!(
+                "interrupted while waiting for RayJob {}; it keeps running",
+                j.name
+            ),
+        ))),
+    }
 }
 
 /// A Ray client through a port-forward to the head pod of `cluster`; the forward stays
@@ -397,85 +426,4 @@ fn head_dashboard(h: &Host, k: &K8s, namespace: &str, cluster: &str) -> RhaiResu
         ),
         forward: Some(fwd),
     })
-}
-
-fn follow_driver(h: &Host, j: &RayJob) -> RhaiResult<Map> {
-    if j.planned {
-        h.line(
-            Stream::Stderr,
-            &format!("(plan) would follow the driver log of RayJob {}", j.name),
-        );
-        return Ok(planned_status());
-    }
-    let (k, ar) = (h.k8s()?, by_kind("RayJob").map_err(fail)?);
-    // The driver exists once KubeRay names the cluster and the job id, or it is over.
-    let timeout = Duration::from_secs(DEFAULT_TIMEOUT as u64);
-    let obj = h.block_on(
-        k.wait_for(&ar, &j.namespace, &j.name, timeout, "running", |o| {
-            let Some(o) = o else {
-                return Verdict::Fail(disappeared(j));
-            };
-            let d = str_at(o, "/status/jobDeploymentStatus").unwrap_or("");
-            let started = str_at(o, "/status/jobId").is_some()
-                && str_at(o, "/status/rayClusterName").is_some();
-            if rayjob_terminal_state(d) || (started && d == "Running") {
-                Verdict::Done(o.clone())
-            } else {
-                Verdict::Pending
-            }
-        }),
-    )?;
-    let st = status_map(Some(&obj));
-    let get = |key: &str| st.get(key).filter(|v| !v.is_unit()).map(|v| v.to_string());
-    let (Some(cluster), Some(job_id)) = (get("cluster"), get("job_id")) else {
-        let note = format!(
-            "RayJob {} ended before its driver log could be read",
-            j.name
-        );
-        h.line(Stream::Stderr, &format!("warning: {note}"));
-        return wait_terminal(h, j, DEFAULT_TIMEOUT);
-    };
-    let dashboard = match head_dashboard(h, &k, &j.namespace, &cluster) {
-        Ok(d) => d,
-        Err(e) => {
-            let note = format!("cannot reach the driver log: {e}");
-            h.line(Stream::Stderr, &format!("warning: {note}"));
-            return wait_terminal(h, j, DEFAULT_TIMEOUT);
-        }
-    };
-    // KubeRay submits the job after it reports Running; until Ray knows the id, retry.
-    let mut tries = 0;
-    loop {
-        let followed = follow_log(h, &dashboard.client, &job_id, |chunk| {
-            h.print(Stream::Stdout, chunk);
-            if let Ok(mut log) = j.log.lock() {
-                log.push_str(chunk);
-            }
-            Ok(true)
-        });
-        match followed {
-            Ok(_) => break,
-            Err(e)
-                if error_code(&e).as_deref() == Some(CODE_NOT_FOUND)
-                    && tries < SUBMIT_WAIT_TRIES =>
-            {
-                tries += 1;
-                h.block_on(async {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    Ok(())
-                })?;
-            }
-            // With shutdownAfterJobFinishes the head goes away right after the job ends.
-            Err(e) if error_code(&e).as_deref() == Some(CODE_UNREACHABLE) => {
-                h.line(
-                    Stream::Stderr,
-                    "note: the Ray dashboard went away (the cluster shuts down when the job \
-                     ends); the RayJob's status has the outcome",
-                );
-                break;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    wait_terminal(h, j, DEFAULT_TIMEOUT)
 }

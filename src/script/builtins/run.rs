@@ -288,13 +288,29 @@ fn store_of(h: &Host) -> RhaiResult<RunStore> {
 
 /// Run id, store and repo root of a new run from its options.
 fn context(h: &Host, cfg: &Config, o: &Options) -> RhaiResult<RunContext> {
+    run_context(
+        h,
+        cfg,
+        o.str("run_id").as_deref(),
+        o.str("repo_root").as_deref(),
+    )
+}
+
+/// The context of a new run of `cfg` (as `nrl run` makes it): the given run id (validated,
+/// unused on this machine) or a fresh one, the run store of the script's environment, the
+/// repo root (default the working directory), the pair's infra file and overrides.
+pub(super) fn run_context(
+    h: &Host,
+    cfg: &Config,
+    run_id: Option<&str>,
+    repo_root: Option<&str>,
+) -> RhaiResult<RunContext> {
     let store = store_of(h)?;
     let request = cfg.request();
-    let run_id =
-        resolve_run_id(o.str("run_id").as_deref(), &request.recipe, &store).map_err(fail)?;
+    let run_id = resolve_run_id(run_id, &request.recipe, &store).map_err(fail)?;
     // The staged files are read from here: it stays inside the working directory.
-    let repo_root = match o.str("repo_root") {
-        Some(p) => super::util::confined(h, &p).map_err(fail)?,
+    let repo_root = match repo_root {
+        Some(p) => super::util::confined(h, p).map_err(fail)?,
         None => h.opts.workdir.clone(),
     };
     Ok(RunContext {
