@@ -15,7 +15,7 @@ use criterion::{Criterion, criterion_group};
 use nrl::config::env::MapEnv;
 use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::config::node::Node;
-use nrl::launch::rayjob::rayjob_manifest;
+use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::check_manifests;
 use nrl::render::rayjob::RayJobOptions;
 use nrl::render::validate::validate_all;

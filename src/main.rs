@@ -10,7 +10,7 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // nrl's own process: local runs may make it a child subreaper (not in a test harness,
     // where unrelated tests' orphans would become its zombies).
-    nrl::launch::reaper::allow_subreaper();
+    nrl::launch::local::reaper::allow_subreaper();
     let cli = nrl::cli::Cli::parse();
     let code = match nrl::cli::run(cli) {
         Ok(exit) => exit.code(),

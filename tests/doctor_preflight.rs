@@ -13,7 +13,7 @@ use nrl::config::node::Node;
 use nrl::doctor::{self, Report};
 use nrl::k8s::{ConnectOptions, K8s};
 use nrl::launch::check::{Checked, check};
-use nrl::launch::rayjob::rayjob_manifest;
+use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::rayjob::RayJobOptions;
 use serde_json::json;
 use support::fake_k8s::{FakeK8s, FaultAction, FaultMatch};

@@ -16,9 +16,9 @@ use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::config::schema::Role;
 use nrl::k8s::{ConnectOptions, K8s};
 use nrl::launch::Progress;
-use nrl::launch::cluster::{EnsureOptions, ensure_cluster};
 use nrl::launch::dashboard::dashboard_session;
-use nrl::launch::submit::exec::{self, ExecLaunch, ExecState};
+use nrl::launch::raycluster::submit::exec::{self, ExecLaunch, ExecState};
+use nrl::launch::raycluster::{EnsureOptions, ensure_cluster};
 use support::fake_k8s::FakeK8s;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -265,7 +265,7 @@ async fn dashboard_through_the_native_port_forward_is_torn_down() {
 #[test]
 fn daemon_jobs_follow_the_code_source() {
     use nrl::config::schema::DaemonSpec;
-    use nrl::launch::daemon::{DaemonOptions, daemon_job};
+    use nrl::launch::raycluster::daemon::{DaemonOptions, daemon_job};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("gym")).unwrap();
     std::fs::write(dir.path().join("gym/serve.py"), "print(1)\n").unwrap();

@@ -11,7 +11,7 @@ use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::config::source::{SourceKind, Span, add_source};
 use nrl::diag::Diag;
 use nrl::launch::check::check;
-use nrl::launch::rayjob::{rayjob_manifest, validated_rayjob_manifest};
+use nrl::launch::rayjob::manifest::{rayjob_manifest, validated_rayjob_manifest};
 use nrl::render::rayjob::RayJobOptions;
 
 const INFRA: &str = "\

@@ -8,7 +8,7 @@ use common::*;
 use nrl::config::layers::load;
 use nrl::config::schema::Role;
 use nrl::launch::check::{bundle, check};
-use nrl::launch::rayjob::rayjob_manifest;
+use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::rayjob::RayJobOptions;
 use nrl::render::targets::{parse_targets, up_manifests};
 

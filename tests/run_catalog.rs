@@ -511,7 +511,7 @@ fn submission_handle_roundtrips_and_missing_is_not_found() {
 
 #[test]
 fn build_submitter_port_forward_default_and_exec_when_selected() {
-    use nrl::launch::submit::exec::run_dir;
+    use nrl::launch::raycluster::submit::exec::run_dir;
     let d = tempfile::tempdir().unwrap();
     let r = recipe(d.path(), RAYJOB_INFRA);
     let out = nrl(d.path(), None)

@@ -1,5 +1,5 @@
 //! `nrl cluster up|down|list|dashboard`: long-lived RayClusters and Deployments.
-//! Parsing and printing only; the work is in `crate::launch::cluster`.
+//! Parsing and printing only; the work is in `crate::launch::raycluster`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,11 +13,11 @@ use crate::config::layers::LoadedConfig;
 use crate::diag::{Exit, Result};
 use crate::launch::Progress;
 use crate::launch::check::validate_manifests;
-use crate::launch::cluster::{
+use crate::launch::inspect::{age, list_clusters};
+use crate::launch::raycluster::{
     DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down, cluster_up, stamp_owner,
     up_objects,
 };
-use crate::launch::inspect::{age, list_clusters};
 use crate::render::emit;
 use crate::render::targets::{Target, parse_targets, up_manifests};
 

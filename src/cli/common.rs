@@ -166,7 +166,7 @@ pub fn block_on<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
 /// to decide through the token.
 pub fn cancel_on_signals() -> Result<tokio_util::sync::CancellationToken> {
     let token = tokio_util::sync::CancellationToken::new();
-    let mut interrupts = crate::launch::process::Interrupts::from_signals()?;
+    let mut interrupts = crate::launch::local::process::Interrupts::from_signals()?;
     let t = token.clone();
     tokio::spawn(async move {
         interrupts.recv().await;

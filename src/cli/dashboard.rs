@@ -10,8 +10,8 @@ use super::common::{KubeArgs, banner, run_async};
 use crate::diag::{Exit, Result};
 use crate::k8s::{K8s, PodTarget, PortForward};
 use crate::launch::Progress;
-use crate::launch::cluster::head_service;
 use crate::launch::dashboard::{DASHBOARD_PORT, fix_dashboard_assets, require_running_head};
+use crate::launch::raycluster::head_service;
 use crate::ray::{RayClient, RayClientOptions};
 
 /// Port-forward a RayCluster's Ray dashboard to localhost.

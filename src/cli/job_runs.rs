@@ -10,8 +10,8 @@ use crate::config::env::ProcessEnv;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
-use crate::launch::cluster_record::{find_run, update_on_cluster};
 use crate::launch::output::{Console, Output};
+use crate::launch::records::cluster_copy::{find_run, update_on_cluster};
 use crate::launch::records::{CODE_NOT_FOUND, RunKind, RunRecord, RunStatus, RunStore};
 use crate::launch::verify::verify;
 

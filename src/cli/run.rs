@@ -11,10 +11,10 @@ use crate::config::env::ProcessEnv;
 use crate::config::schema::{CodeSource, RunMode, StrEnum, SubmitterMode};
 use crate::diag::{Diag, Exit, Result};
 use crate::launch::local;
-use crate::launch::process::Interrupts;
+use crate::launch::local::process::Interrupts;
 use crate::launch::ray_run::{self, RayEnded};
 use crate::launch::records::RunStore;
-use crate::launch::run::{RunContext, resolve_run_id};
+use crate::launch::records::context::{RunContext, resolve_run_id};
 use crate::ray::package::mib;
 use crate::ray::{RayClient, RayClientOptions};
 
@@ -219,8 +219,8 @@ fn run_local(cfg: &crate::config::layers::LoadedConfig, ctx: RunContext) -> Resu
             )
             .await?;
         match outcome.ended {
-            crate::launch::process::Ended::Exited(0) => crate::errln!("run {id} succeeded"),
-            crate::launch::process::Ended::Interrupted(_) => {
+            crate::launch::local::process::Ended::Exited(0) => crate::errln!("run {id} succeeded"),
+            crate::launch::local::process::Ended::Interrupted(_) => {
                 crate::errln!(
                     "\ninterrupted: run {id} stopped ({})",
                     outcome.processes_note()

@@ -8,12 +8,12 @@ use crate::config::layers::LoadedConfig;
 use crate::config::node::Node;
 use crate::diag::{Exit, Result};
 use crate::k8s::K8s;
-use crate::launch::ephemeral::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions, RunEnd, Teardown};
-use crate::launch::k8s_run::rayjob_run;
-use crate::launch::longlived::{self, LongLivedOptions};
 use crate::launch::output::{Console, Output};
-use crate::launch::runid;
-use crate::launch::submit::ModeFlags;
+use crate::launch::raycluster::run::{self as longlived, LongLivedOptions};
+use crate::launch::raycluster::submit::ModeFlags;
+use crate::launch::rayjob::run::rayjob_run;
+use crate::launch::rayjob::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions, RunEnd, Teardown};
+use crate::launch::records::runid;
 use crate::launch::verify::verify;
 use crate::render::emit;
 
@@ -55,7 +55,7 @@ pub fn dry_run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
         None => runid::generate(&args.recipe.recipe),
     };
     let opts = rayjob_options(args, run_id);
-    let (manifest, dra) = ephemeral::manifests(&cfg, &opts, opts.validate)?;
+    let (manifest, dra) = rayjob::manifests(&cfg, &opts, opts.validate)?;
     let mut docs = dra;
     docs.push(manifest);
     let text = format!("{}\n", emit::to_yaml_stream(&docs).trim_end());
@@ -89,7 +89,7 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     let ctx = run_context(args)?;
     let opts = rayjob_options(args, ctx.run_id.clone());
     // Everything is validated before the first cluster call.
-    let plan = ephemeral::plan(&cfg, &opts)?;
+    let plan = rayjob::plan(&cfg, &opts)?;
     block_on(async move {
         let cancel = cancel_on_signals()?;
         let launch: Vec<Node> = std::iter::once(&plan.manifest)

@@ -199,7 +199,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// The offline rules over a loaded pair and its rendered manifests (from
-/// `render::check_manifests`, optionally plus `launch::rayjob::rayjob_manifest`), with
+/// `render::check_manifests`, optionally plus `launch::rayjob::manifest::rayjob_manifest`), with
 /// default [`Options`]. Allow comments and user-defaults allows are applied.
 pub fn offline(cfg: &LoadedConfig, manifests: &[Node]) -> Report {
     offline_with(cfg, manifests, &Options::default())

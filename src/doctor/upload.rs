@@ -119,7 +119,7 @@ fn too_large(ctx: &Ctx, asked_span: Option<Span>, asked_text: &str, out: &mut Ve
     let Ok(set) = UploadSet::from_include_paths(&root, &paths) else {
         return;
     };
-    let recipe = crate::launch::rayjob::staged_recipe_yaml(ctx.cfg).len() as u64;
+    let recipe = crate::launch::rayjob::manifest::staged_recipe_yaml(ctx.cfg).len() as u64;
     let total = set.total_bytes() + recipe;
     if total <= RAY_PACKAGE_LIMIT {
         return;

@@ -9,14 +9,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::cluster::check_owner;
 use super::dashboard::dashboard_session;
 use super::follow::{TaskGuard, follow_into};
 use super::output::Output;
 use super::progress::Progress;
+use super::raycluster::check_owner;
+use super::raycluster::submit::exec::{self, ExecRun, ExecState};
+use super::records::context::DRIVER_LOG;
 use super::records::{RunKind, RunRecord, RunStatus};
-use super::run::DRIVER_LOG;
-use super::submit::exec::{self, ExecRun, ExecState};
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
@@ -169,7 +169,7 @@ fn local_state(record: &RunRecord) -> String {
 /// Stop a local run: a live nrl gets SIGTERM (it stops the run as on Ctrl-C and records
 /// it); the entrypoint of a lost run gets SIGTERM (SIGKILL with `force`) to its group.
 async fn stop_local(record: &RunRecord, force: bool) -> Result<Stopped> {
-    use super::reaper::ProcessId;
+    use super::local::reaper::ProcessId;
     let supervisor = record.supervisor.filter(|s| s.is_alive());
     let (target, group, what) = match (record.status, supervisor, &record.local) {
         (RunStatus::Running, Some(s), _) => (s, false, format!("its nrl (pid {})", s.pid)),

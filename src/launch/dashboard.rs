@@ -10,9 +10,9 @@ use crate::diag::{Diag, Result};
 use crate::k8s::{K8s, PodTarget, PortForward};
 use crate::ray::{RayClient, RayClientOptions};
 
-use super::cluster::head_service;
 use super::inspect::{PodInfo, cluster_pods};
 use super::progress::Progress;
+use super::raycluster::head_service;
 
 /// The Ray dashboard port on the head.
 pub const DASHBOARD_PORT: u16 = 8265;

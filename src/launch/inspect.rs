@@ -11,9 +11,9 @@ use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::str_at;
 
-use super::cluster::{cluster_of, owner_of};
-use super::daemon::{daemon_base_id, daemon_status};
 use super::dashboard::dashboard_session_with;
+use super::raycluster::daemon::{daemon_base_id, daemon_status};
+use super::raycluster::{cluster_of, owner_of};
 use crate::ray::RayClientOptions;
 use std::time::Duration;
 

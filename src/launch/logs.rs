@@ -11,11 +11,11 @@ use crate::k8s::{K8s, LogOptions};
 use crate::ray::follow::CODE_OUTPUT_CLOSED;
 use crate::ray::{FollowOptions, follow_job};
 
-use super::cluster::cluster_of;
-use super::daemon::{daemon_base_id, daemon_status};
 use super::dashboard::{dashboard_session, require_running_head};
 use super::inspect::cluster_pods;
 use super::progress::Progress;
+use super::raycluster::cluster_of;
+use super::raycluster::daemon::{daemon_base_id, daemon_status};
 
 /// Which log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,33 +1,28 @@
-//! Orchestration: composes config, render, k8s and ray into the things users run.
+//! Orchestration: composes config, render, k8s and ray into the things users run,
+//! grouped by what runs: `rayjob/` (the ephemeral RayJob of `nrl run`), `raycluster/`
+//! (long-lived RayClusters: `cluster up|down`, `run --raycluster`, submitters, daemons),
+//! `local/` (the local executor), `records/` (run ids, run records and their cluster
+//! copies); beside them what several of those share (dashboards, logs, staging, the
+//! checklist, output).
 
 pub mod attach;
 pub mod check;
-pub mod cluster;
-pub mod cluster_record;
-pub mod daemon;
 pub mod dashboard;
-pub mod ephemeral;
 pub mod follow;
 pub mod health;
 pub mod inspect;
-pub mod k8s_run;
 pub mod local;
 pub mod logs;
 pub mod logscan;
-pub mod longlived;
 pub mod output;
 pub mod output_file;
 pub mod owned;
-pub mod process;
 pub mod progress;
 pub mod ray_run;
+pub mod raycluster;
 pub mod rayjob;
-pub mod reaper;
 pub mod records;
-pub mod run;
-pub mod runid;
 pub mod stage;
-pub mod submit;
 pub mod verify;
 
 pub use progress::Progress;

@@ -7,7 +7,7 @@ use super::progress::Progress;
 
 /// Receives a launch's output.
 pub trait Output: Send {
-    /// Status lines and steps; also what the `launch::cluster` functions report through.
+    /// Status lines and steps; also what the `launch::raycluster` functions report through.
     fn progress(&self) -> &Progress;
 
     /// One status line (no trailing newline), e.g. `[rayjob] applying RayJob x in ns`.

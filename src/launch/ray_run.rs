@@ -8,9 +8,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::process::Interrupts;
+use super::local::process::Interrupts;
+use super::records::context::{DRIVER_LOG, RunContext, finish_record, save_record};
 use super::records::{RayJobRef, RunKind, RunRecord, RunStatus};
-use super::run::{DRIVER_LOG, RunContext, finish_record, save_record};
 use super::stage::{StagedRun, stage};
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Exit, Result};

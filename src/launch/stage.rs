@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 
-use super::rayjob::{require_entrypoint, staged_recipe_yaml};
+use super::rayjob::manifest::{require_entrypoint, staged_recipe_yaml};
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Result};
 use crate::ray::{DEFAULT_UPLOAD_PATHS, UploadSet};

@@ -11,9 +11,9 @@ use std::fmt;
 
 use super::dashboard::dashboard_session;
 use super::logscan::{LogScan, PROMPTS_DONE};
+use super::raycluster::submit::exec::{self, ExecRun, ExecState};
+use super::records::context::DRIVER_LOG;
 use super::records::{RunKind, RunRecord};
-use super::run::DRIVER_LOG;
-use super::submit::exec::{self, ExecRun, ExecState};
 use crate::config::layers::LoadedConfig;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;

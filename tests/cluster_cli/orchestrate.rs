@@ -10,9 +10,9 @@ use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::config::schema::Role;
 use nrl::k8s::{ConnectOptions, K8s};
 use nrl::launch::Progress;
-use nrl::launch::cluster::{EnsureAction, EnsureOptions, OnDrift, ensure_cluster};
-use nrl::launch::daemon::{DaemonOptions, submit_daemon};
 use nrl::launch::inspect::{cluster_pods, status};
+use nrl::launch::raycluster::daemon::{DaemonOptions, submit_daemon};
+use nrl::launch::raycluster::{EnsureAction, EnsureOptions, OnDrift, ensure_cluster};
 use serde_json::json;
 
 use crate::common::*;

@@ -3,7 +3,7 @@
 //! `render::rayjob::rayjob` is the port of `build_rayjob_manifest`: it puts the
 //! entrypoint it is given into `spec.entrypoint` unchanged. nrl's staging preamble (run
 //! id, `launch.env`, the resolved recipe) is added one level up, by
-//! `launch::rayjob::rayjob_manifest`, which these cases do not go through (see
+//! `launch::rayjob::manifest::rayjob_manifest`, which these cases do not go through (see
 //! tests/launch_rayjob.rs for that path).
 
 use indexmap::IndexMap;

@@ -38,7 +38,7 @@ use refs::{ObjRef, QueueRef, Use};
 pub fn preflight_manifests(cfg: &LoadedConfig, manifests: &[Node]) -> Vec<Node> {
     let mut all = manifests.to_vec();
     let options = crate::render::rayjob::RayJobOptions::default();
-    if let Ok(rj) = crate::launch::rayjob::rayjob_manifest(cfg, "doctor", &options) {
+    if let Ok(rj) = crate::launch::rayjob::manifest::rayjob_manifest(cfg, "doctor", &options) {
         all.push(rj);
     }
     all

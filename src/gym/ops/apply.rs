@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 use crate::config::node::Node;
 use crate::diag::{Diag, Result};
 use crate::k8s::{ApplyOptions, K8s};
-use crate::launch::cluster::stamp_owner;
+use crate::launch::raycluster::stamp_owner;
 
 use crate::gym::plan::RunPlan;
 

@@ -13,7 +13,7 @@ use crate::k8s::K8s;
 use crate::k8s::objects::Propagation;
 use crate::k8s::watch::LabelledEvent;
 use crate::launch::Progress;
-use crate::launch::cluster::check_owner;
+use crate::launch::raycluster::check_owner;
 
 use crate::gym::names::{benchmark_selector, run_selector, secret_name};
 

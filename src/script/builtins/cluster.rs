@@ -24,13 +24,13 @@ use crate::diag::Diag;
 use crate::doctor::gate;
 use crate::k8s::K8s;
 use crate::launch::check::validate_manifests;
-use crate::launch::cluster::{
-    DEFAULT_READY_TIMEOUT, DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down,
-    cluster_of, cluster_up, up_objects,
-};
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::inspect::{list_clusters, role_status};
 use crate::launch::logs::{LogSource, RoleLogOptions, role_logs};
+use crate::launch::raycluster::{
+    DEFAULT_READY_TIMEOUT, DownOptions, EnsureAction, UpOptions, UpOutcome, cluster_down,
+    cluster_of, cluster_up, up_objects,
+};
 use crate::render::targets::{Target, parse_targets};
 use crate::script::convert::to_dynamic;
 use crate::script::errors::{RhaiResult, at, fail, usage};

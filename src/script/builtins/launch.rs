@@ -1,7 +1,7 @@
 //! `launch`: ephemeral RayJob runs from a script, through the launch library's steps as
-//! `nrl run` takes them (`crate::launch::k8s_run`).
+//! `nrl run` takes them (`crate::launch::rayjob::run`).
 //!
-//! `launch::rayjob(cfg, opts)` plans the run (`ephemeral::plan`: rendered and validated
+//! `launch::rayjob(cfg, opts)` plans the run (`rayjob::plan`: rendered and validated
 //! offline) and either records the apply (plan mode, simulated handle) or starts it
 //! (`start_rayjob_run`: same-name checks, DRA objects owned by the RayJob, with
 //! `codeSource: upload` the working_dir upload and submit, the run record locally and on
@@ -28,9 +28,9 @@ use crate::k8s::portforward::PodTarget;
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::str_at;
 use crate::launch::Progress;
-use crate::launch::ephemeral::{self, RayJobRunOptions, RayJobState, RunEnd};
-use crate::launch::k8s_run::{RayJobRun, RayJobStart, start_rayjob_run};
 use crate::launch::output::Output as LaunchOutput;
+use crate::launch::rayjob::run::{RayJobRun, RayJobStart, start_rayjob_run};
+use crate::launch::rayjob::{self, RayJobRunOptions, RayJobState, RunEnd};
 use crate::ray::{RayClient, RayClientOptions};
 use crate::script::errors::{RhaiResult, at, fail};
 use crate::script::host::{Host, ScriptRay, host};
@@ -64,7 +64,7 @@ pub mod launch_module {
     /// A fresh run id: `<prefix>-<UTC yyyymmdd-hhmmss>-<4 random>` (a DNS label of at
     /// most 40 characters; the prefix is cleaned and shortened as for recipe names).
     pub fn new_run_id(prefix: &str) -> String {
-        crate::launch::runid::generate(std::path::Path::new(prefix))
+        crate::launch::records::runid::generate(std::path::Path::new(prefix))
     }
 
     /// Launch the pair as an ephemeral RayJob (training cluster; the cluster goes away
@@ -229,7 +229,7 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
     run.wait = false;
     run.repo_root = rc.repo_root.clone();
     // Validated here, in plan mode too: a plan shows the RayJob the launch would apply.
-    let plan = ephemeral::plan(cfg.loaded(), &run).map_err(fail)?;
+    let plan = rayjob::plan(cfg.loaded(), &run).map_err(fail)?;
     let wandb = cfg
         .value("logger.wandb_enabled")
         .ok()

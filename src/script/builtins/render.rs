@@ -147,12 +147,13 @@ pub fn run_options(options: &Map, extra: &[&str]) -> Result<RunOptions> {
 pub fn rayjob_of(cfg: &Config, opts: &RunOptions) -> Result<(String, Manifest)> {
     let run_id = match &opts.run_id {
         Some(id) => {
-            crate::launch::runid::validate(id)?;
+            crate::launch::records::runid::validate(id)?;
             id.clone()
         }
-        None => crate::launch::runid::generate(&cfg.request().recipe),
+        None => crate::launch::records::runid::generate(&cfg.request().recipe),
     };
-    let node = crate::launch::rayjob::rayjob_manifest(cfg.loaded(), &run_id, &opts.rayjob)?;
+    let node =
+        crate::launch::rayjob::manifest::rayjob_manifest(cfg.loaded(), &run_id, &opts.rayjob)?;
     Ok((run_id, Manifest::new(node)))
 }
 

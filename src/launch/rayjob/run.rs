@@ -1,112 +1,21 @@
-//! A run on Kubernetes with its records: the local record (`~/.cache/nrl/runs/<id>.json`)
-//! and its cluster copy are written once the run exists and updated when it ends, and the
-//! commands to follow, stop and check the run are printed right after the submit.
+//! An ephemeral run with its records, in the steps `nrl run` and a script's
+//! `launch::rayjob` share: start (the RayJob, then the local record and its cluster copy,
+//! then the follow-up commands), and wait (the end, recorded).
 
 use std::time::Duration;
 
 use serde_json::Value as Json;
 use tokio_util::sync::CancellationToken;
 
-use super::cluster_record::save_on_cluster;
-use super::ephemeral::{self, RayJobRunOptions, RayJobState, RunEnd, RunOutcome};
-use super::output::Output;
-use super::owned::owner_ref;
-use super::records::{K8sRun, RunKind, RunRecord, RunStatus};
-use super::run::{DRIVER_LOG, RunContext};
-use super::verify::wandb_enabled;
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Exit, Result};
 use crate::k8s::K8s;
-
-/// The commands that follow, stop and inspect run `id` (printed after a submit); the
-/// record line names only the copies `saved` says were written.
-pub fn followups(
-    id: &str,
-    ctx: &RunContext,
-    k8s: &K8s,
-    ns: &str,
-    what: &str,
-    saved: Saved,
-) -> Vec<String> {
-    let configmap = super::cluster_record::configmap_name(id);
-    let local = ctx.record_path();
-    let record = match (saved.local, saved.cluster) {
-        (true, true) => format!(
-            "record:  {} (cluster copy: ConfigMap {configmap}; from another machine add --context {} -n {ns})",
-            local.display(),
-            k8s.context
-        ),
-        (true, false) => format!(
-            "record:  {} (no cluster copy: it could not be written, see the warning above)",
-            local.display()
-        ),
-        (false, true) => format!(
-            "record:  ConfigMap {configmap} only (the local copy could not be written; add --context {} -n {ns})",
-            k8s.context
-        ),
-        (false, false) => "record:  none could be written (see the warnings above)".to_string(),
-    };
-    vec![
-        format!("run id:  {id}"),
-        format!("on:      {what} (context {}, namespace {ns})", k8s.context),
-        format!("follow:  nrl job logs {id} -f"),
-        format!("stop:    nrl job stop {id}"),
-        format!("verify:  nrl verify {id}"),
-        record,
-    ]
-}
-
-/// Which copies of a run record [`save_everywhere`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Saved {
-    pub local: bool,
-    pub cluster: bool,
-}
-
-/// Record fields every Kubernetes run has.
-pub fn base_record(cfg: &LoadedConfig, ctx: &RunContext, k8s: &K8s, kind: RunKind) -> RunRecord {
-    let mut record = ctx.new_record(cfg, kind);
-    record.context = Some(k8s.context.clone());
-    record.namespace = Some(cfg.infra.namespace.clone());
-    record.k8s = Some(K8sRun {
-        submission_id: Some(ctx.run_id.clone()),
-        wandb: wandb_enabled(cfg),
-        ..K8sRun::default()
-    });
-    record
-}
-
-/// Save the record locally and on the cluster (owned by `owners`); a failure to write
-/// either is reported as a warning, never fatal: the run itself is fine.
-pub async fn save_everywhere(
-    k8s: &K8s,
-    ctx: &RunContext,
-    record: &RunRecord,
-    owners: &[Json],
-    user: &str,
-    progress: &mut dyn Output,
-) -> Saved {
-    let mut saved = Saved {
-        local: true,
-        cluster: true,
-    };
-    if let Err(e) = super::run::save_record(&ctx.store, record).await {
-        progress.status(&format!("warning: {}", e.message));
-        saved.local = false;
-    }
-    let ns = record
-        .namespace
-        .clone()
-        .unwrap_or_else(|| k8s.namespace.clone());
-    if let Err(e) = save_on_cluster(k8s, &ns, record, owners, user).await {
-        progress.status(&format!(
-            "warning: the run record could not be kept on the cluster: {}",
-            e.message
-        ));
-        saved.cluster = false;
-    }
-    saved
-}
+use crate::launch::output::Output;
+use crate::launch::owned::owner_ref;
+use crate::launch::rayjob::{self, RayJobRunOptions, RayJobState, RunEnd, RunOutcome};
+use crate::launch::records::context::{DRIVER_LOG, RunContext};
+use crate::launch::records::k8s::{base_record, followups, save_everywhere};
+use crate::launch::records::{RunKind, RunRecord, RunStatus};
 
 /// The record status for an outcome.
 pub fn status_of(outcome: &RunOutcome) -> (RunStatus, Option<String>) {
@@ -133,7 +42,7 @@ pub fn status_of(outcome: &RunOutcome) -> (RunStatus, Option<String>) {
 /// script's `RayJob` handle between `launch::rayjob` and `wait()` / `follow()`.
 #[derive(Debug)]
 pub struct RayJobRun {
-    pub plan: ephemeral::RayJobPlan,
+    pub plan: rayjob::RayJobPlan,
     pub opts: RayJobRunOptions,
     pub ctx: RunContext,
     /// The run record as last saved.
@@ -154,15 +63,15 @@ pub enum RayJobStart {
     Ended(Box<RunOutcome>, Box<RunRecord>),
 }
 
-/// Start an ephemeral run of `cfg` as `ctx.run_id` ([`ephemeral::plan`] is done before
+/// Start an ephemeral run of `cfg` as `ctx.run_id` ([`rayjob::plan`] is done before
 /// connecting, so bad input fails without a cluster): the RayJob and its DRA objects
-/// ([`ephemeral::start`]), the records (local, and on the cluster owned by the RayJob),
+/// ([`rayjob::start`]), the records (local, and on the cluster owned by the RayJob),
 /// and the commands that follow, stop and verify the run.
 pub async fn start_rayjob_run(
     k8s: &K8s,
     cfg: &LoadedConfig,
     ctx: RunContext,
-    plan: ephemeral::RayJobPlan,
+    plan: rayjob::RayJobPlan,
     opts: RayJobRunOptions,
     progress: &mut dyn Output,
     cancel: &CancellationToken,
@@ -179,14 +88,16 @@ pub async fn start_rayjob_run(
         kr.shutdown = plan.shutdown;
         kr.ttl_seconds = Some(plan.ttl_seconds);
     }
-    let (live, state) = match ephemeral::start(k8s, &plan, &opts, progress, cancel).await? {
-        ephemeral::Start::Running { live, state } => (live, state),
-        ephemeral::Start::Ended(outcome) => {
+    let (live, state) = match rayjob::start(k8s, &plan, &opts, progress, cancel).await? {
+        rayjob::Start::Running { live, state } => (live, state),
+        rayjob::Start::Ended(outcome) => {
             // KubeRay gave up before the job ran: keep a local record of that.
             if let RunEnd::Finished { .. } = outcome.end {
                 let (status, message) = status_of(&outcome);
                 record.set_status(status, Some(1), message);
-                if let Err(e) = super::run::save_record(&ctx.store, &record).await {
+                if let Err(e) =
+                    crate::launch::records::context::save_record(&ctx.store, &record).await
+                {
                     progress.status(&format!("warning: {}", e.message));
                 }
             }
@@ -218,10 +129,10 @@ pub async fn start_rayjob_run(
 impl RayJobRun {
     /// The outcome of a run nobody waited for (yet).
     pub fn submitted(&self) -> RunOutcome {
-        ephemeral::submitted(&self.plan, self.state.cluster.clone())
+        rayjob::submitted(&self.plan, self.state.cluster.clone())
     }
 
-    /// Wait up to `timeout` for the end ([`ephemeral::wait`]: with `follow_log` the driver
+    /// Wait up to `timeout` for the end ([`rayjob::wait`]: with `follow_log` the driver
     /// log streams into `progress` and the run directory's `driver.log`), then record how
     /// the run ended, locally and on the cluster. Callable again: a later wait starts
     /// from what this one saw.
@@ -244,7 +155,7 @@ impl RayJobRun {
         }
         let state = self.state.clone();
         let outcome =
-            ephemeral::wait(k8s, &self.plan, &opts, state, follow_log, progress, cancel).await?;
+            rayjob::wait(k8s, &self.plan, &opts, state, follow_log, progress, cancel).await?;
         if let Some(rc) = &outcome.cluster {
             // The cluster is known and the DRA objects were handed to it.
             self.state.cluster = Some(rc.clone());
@@ -269,7 +180,7 @@ pub async fn rayjob_run(
     k8s: &K8s,
     cfg: &LoadedConfig,
     ctx: RunContext,
-    plan: ephemeral::RayJobPlan,
+    plan: rayjob::RayJobPlan,
     opts: RayJobRunOptions,
     progress: &mut dyn Output,
     cancel: &CancellationToken,

@@ -24,10 +24,10 @@ use crate::ray::{
     stop_job, submit_job,
 };
 
-use super::cluster::cluster_of;
-use super::dashboard::dashboard_session;
-use super::health::health_check;
-use super::progress::Progress;
+use crate::launch::dashboard::dashboard_session;
+use crate::launch::health::health_check;
+use crate::launch::progress::Progress;
+use crate::launch::raycluster::cluster_of;
 use crate::render::rayjob::{check_env_name, shell_quote};
 
 /// Options of [`submit_daemon`].

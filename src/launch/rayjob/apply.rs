@@ -10,12 +10,12 @@ use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
 use crate::k8s::wait::{rayjob_terminal_state, str_at};
 use crate::k8s::{ApplyOptions, K8s, ObjectRef};
-use crate::launch::cluster::check_owner;
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::output::Output;
 use crate::launch::owned::{
     apply_owned, delete_all, delete_foreground, owner_names, owner_ref, wait_all_deleted,
 };
+use crate::launch::raycluster::check_owner;
 use crate::ray::{JobSpec, PackageOptions, SubmitRequest, submit_job};
 use crate::render::dra::DraKind;
 

@@ -14,9 +14,9 @@ use crate::k8s::wait::{deployment_available, deployment_rollout};
 use crate::k8s::{ApplyOptions, K8s};
 use crate::render::deployment::{deployment, service};
 
-use super::super::health::health_check;
-use super::super::progress::Progress;
 use super::owner::{check_owner, stamp_owner};
+use crate::launch::health::health_check;
+use crate::launch::progress::Progress;
 
 /// What [`ensure_deployment`] applied.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@ use regex::Regex;
 use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
-use crate::launch::cluster_record::{RECORD_KEY, RUN_KIND_LABEL};
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::output::Output;
+use crate::launch::raycluster::submit::exec::{self, ExecRun, ExecState};
+use crate::launch::records::cluster_copy::{RECORD_KEY, RUN_KIND_LABEL};
 use crate::launch::records::{RunKind, RunRecord};
-use crate::launch::submit::exec::{self, ExecRun, ExecState};
 use crate::ray::{JobStatus, stop_job};
 
 /// `nemo-rl-endpoints-<job id>`

@@ -2,17 +2,20 @@
 //! directory, the entrypoint run there as a child process, output streamed and logged,
 //! the run record kept up to date.
 
+pub mod process;
+pub mod reaper;
+
 use std::path::PathBuf;
 
 use tokio::io::AsyncWrite;
 
-use super::process::{Ended, Interrupts, LocalCommand, STOP_GRACE, find_shell};
-use super::reaper::ProcessId;
-use super::records::{LocalProcess, RunKind, RunRecord, RunStatus};
-use super::run::{DRIVER_LOG, RunContext, finish_record, save_record};
-use super::stage::{StagedRun, stage};
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Exit, Result};
+use crate::launch::local::process::{Ended, Interrupts, LocalCommand, STOP_GRACE, find_shell};
+use crate::launch::local::reaper::ProcessId;
+use crate::launch::records::context::{DRIVER_LOG, RunContext, finish_record, save_record};
+use crate::launch::records::{LocalProcess, RunKind, RunRecord, RunStatus};
+use crate::launch::stage::{StagedRun, stage};
 
 /// A staged local run, ready to execute.
 #[derive(Debug)]

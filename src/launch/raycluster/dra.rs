@@ -14,8 +14,8 @@ use crate::k8s::{ApplyOptions, K8s};
 use crate::render::dra::{DraKind, dra_object};
 use crate::render::raycluster::dra_needed;
 
-use super::super::progress::Progress;
 use super::owner::stamp_owner;
+use crate::launch::progress::Progress;
 
 /// The DRA manifests a role's workers claim, in discovery order, labelled
 /// `nrl-k8s/owner: <owner>` (unless `owner` is not a valid label value, e.g. empty).

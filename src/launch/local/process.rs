@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::reaper::{RunProcesses, Subreaper, TAG_VAR, new_tag};
 use crate::diag::{Diag, Result};
+use crate::launch::local::reaper::{RunProcesses, Subreaper, TAG_VAR, new_tag};
 
 /// How long the group gets to exit after the interrupt is forwarded, before SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);

@@ -5,13 +5,13 @@
 
 use serde_json::{Value as Json, json};
 
-use super::cluster::owner::valid_label_value;
-use super::cluster::{OWNER_LABEL, owner_of};
-use super::owned::with_owners;
-use super::records::{RunRecord, RunStore};
 use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
 use crate::k8s::{ApplyOptions, K8s};
+use crate::launch::owned::with_owners;
+use crate::launch::raycluster::owner::valid_label_value;
+use crate::launch::raycluster::{OWNER_LABEL, owner_of};
+use crate::launch::records::{RunRecord, RunStore};
 use crate::render::meta::{MANAGED_BY, MANAGED_BY_KEY};
 
 /// The ConfigMap key holding the record.
@@ -127,7 +127,7 @@ pub async fn find_run(
 ) -> Result<RunRecord> {
     let local_missing = match store.load(id) {
         Ok(record) => return Ok(record),
-        Err(e) if e.code == super::records::CODE_NOT_FOUND => e,
+        Err(e) if e.code == crate::launch::records::CODE_NOT_FOUND => e,
         Err(e) => return Err(e),
     };
     let Some(k8s) = k8s else {
@@ -140,7 +140,7 @@ pub async fn find_run(
             Ok(record)
         }
         None => Err(Diag::new(
-            super::records::CODE_NOT_FOUND,
+            crate::launch::records::CODE_NOT_FOUND,
             format!("no run `{id}` on this machine or in namespace `{ns}` ({})", k8s.context),
         )
         .help("check the id (`nrl job list`), or pass --context/-n for the cluster the run was launched on")),

@@ -18,7 +18,9 @@
 //! the run created instead, since nothing would ever run on it.
 
 mod apply;
+pub mod manifest;
 mod plan;
+pub mod run;
 mod wait;
 
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ use crate::config::node::Node;
 use crate::diag::{Diag, Result};
 use crate::render::meta::{ensure_map, set};
 
-use super::super::progress::Progress;
+use crate::launch::progress::Progress;
 
 pub const OWNER_LABEL: &str = "nrl-k8s/owner";
 

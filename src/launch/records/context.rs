@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::records::{RunKind, RunRecord, RunStatus, RunStore};
-use super::runid;
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Result};
+use crate::launch::records::runid;
+use crate::launch::records::{RunKind, RunRecord, RunStatus, RunStore};
 
 /// Name of the combined output log in a run directory.
 pub const DRIVER_LOG: &str = "driver.log";

@@ -11,18 +11,18 @@ use crate::config::node::Node;
 use crate::config::schema::Role;
 use crate::diag::{Diag, Result};
 use crate::launch::check::validate_manifests;
-use crate::launch::cluster::stamp_owner;
-use crate::launch::rayjob::{
+use crate::launch::raycluster::stamp_owner;
+use crate::launch::rayjob::manifest::{
     rayjob_manifest, require_entrypoint, require_training, submission_mode,
 };
-use crate::launch::runid;
+use crate::launch::records::runid;
 use crate::launch::stage::stage;
 use crate::ray::{PackageOptions, UploadSet};
 use crate::render::dra::dra_object;
 use crate::render::raycluster::dra_needed;
 use crate::render::rayjob::{RayJobOptions, SubmissionMode};
 
-pub use crate::launch::cluster_record::RUN_ID_LABEL;
+pub use crate::launch::records::cluster_copy::RUN_ID_LABEL;
 
 /// What nrl uploads and submits itself (InteractiveMode).
 #[derive(Debug, Clone)]
@@ -64,7 +64,10 @@ pub fn manifests(
     let cluster = require_training(cfg)?;
     runid::validate(&opts.run_id)?;
     let launch = &cfg.infra.launch;
-    crate::launch::submit::require_code_path(launch.code_source, launch.code_path.as_deref())?;
+    crate::launch::raycluster::submit::require_code_path(
+        launch.code_source,
+        launch.code_path.as_deref(),
+    )?;
     if !opts.shutdown && opts.ttl_seconds > 0 {
         return Err(Diag::new(
             "nrl::run::ttl",

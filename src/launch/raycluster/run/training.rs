@@ -15,10 +15,10 @@ use crate::launch::dashboard::dashboard_session;
 use crate::launch::follow::{TaskGuard, follow_into};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
-use crate::launch::rayjob::{require_entrypoint, staged_recipe_yaml};
+use crate::launch::raycluster::submit::exec::{self, ExecLaunch, ExecRun};
+use crate::launch::raycluster::submit::{Resolved, portforward};
+use crate::launch::rayjob::manifest::{require_entrypoint, staged_recipe_yaml};
 use crate::launch::records::{K8sRun, RunKind};
-use crate::launch::submit::exec::{self, ExecLaunch, ExecRun};
-use crate::launch::submit::{Resolved, portforward};
 
 /// A submitted training job.
 #[derive(Debug, Clone)]

@@ -7,14 +7,19 @@
 //! fields this version does not know are kept (`extra`) and written back unchanged, so
 //! records from older and newer nrl versions stay readable and survive status updates.
 
+pub mod cluster_copy;
+pub mod context;
+pub mod k8s;
+pub mod runid;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::reaper::ProcessId;
 use crate::config::env::Env;
 use crate::diag::{Diag, Result};
+use crate::launch::local::reaper::ProcessId;
 
 /// Error code for records that cannot be read or written.
 pub const CODE_RECORD: &str = "nrl::run::record";

@@ -7,9 +7,9 @@
 //! 3. `--replace`: the running and pending jobs are stopped, then the endpoint registry
 //!    is reset (see `replace.rs`).
 //! 4. Deployments (with their Services), then for each declared role, in order
-//!    generation, gym, training: ensure its cluster (`launch::cluster::ensure_cluster`:
+//!    generation, gym, training: ensure its cluster (`launch::raycluster::ensure_cluster`:
 //!    create, or reuse; drift by dry-run apply; `--recreate`), wait until ready, submit
-//!    its daemon (`launch::daemon`: idempotent on the newest `<id>[-<ts>]`;
+//!    its daemon (`launch::raycluster::daemon`: idempotent on the newest `<id>[-<ts>]`;
 //!    `--skip-daemons` skips the non-training ones).
 //! 5. Training is submitted with the chosen submitter; the run record is written (locally
 //!    and as a ConfigMap owned by the training cluster) and the follow-up commands printed.
@@ -31,19 +31,19 @@ use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::launch::check::validate_manifests;
-use crate::launch::cluster::{
-    EnsureOptions, OnDrift, check_owner, ensure_cluster, ensure_deployment,
-};
-use crate::launch::daemon::{DaemonOptions, submit_daemon};
-use crate::launch::k8s_run::{base_record, followups, save_everywhere};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
 use crate::launch::owned::owner_ref;
-use crate::launch::rayjob::{require_entrypoint, require_training};
+use crate::launch::raycluster::daemon::{DaemonOptions, submit_daemon};
+use crate::launch::raycluster::submit::{ModeFlags, Resolved, resolve};
+use crate::launch::raycluster::{
+    EnsureOptions, OnDrift, check_owner, ensure_cluster, ensure_deployment,
+};
+use crate::launch::rayjob::manifest::{require_entrypoint, require_training};
+use crate::launch::records::context::{DRIVER_LOG, RunContext};
+use crate::launch::records::k8s::{base_record, followups, save_everywhere};
+use crate::launch::records::runid;
 use crate::launch::records::{RunRecord, RunStatus};
-use crate::launch::run::{DRIVER_LOG, RunContext};
-use crate::launch::runid;
-use crate::launch::submit::{ModeFlags, Resolved, resolve};
 
 pub use training::{Followed, Training};
 
@@ -132,21 +132,44 @@ pub async fn run(
     progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<LongLivedOutcome> {
-    let (code, rendered, train_plan) = (&plan.code, &plan.roles, &plan.training);
-    let train_name = plan.training_cluster.as_str();
-    if let training::TrainingPlan::PortForward(job) = train_plan {
+    if let training::TrainingPlan::PortForward(job) = &plan.training {
         for w in &job.warnings {
             progress.status(&format!("warning: {w}"));
         }
     }
     let ns = cfg.infra.namespace.clone();
     progress.status(&format!("[run] {}", k8s.banner()));
-    progress.status(&format!("[run] {}", code.describe()));
+    progress.status(&format!("[run] {}", plan.code.describe()));
+    refuse_rayjob_collisions(k8s, &ns, &plan.roles).await?;
+    if opts.replace {
+        replace_previous(k8s, cfg, plan, opts, progress).await?;
+    }
+    bring_up(k8s, cfg, ctx, plan, opts, progress, cancel).await?;
+    let mut submitted = submit_training(k8s, cfg, ctx, plan, progress).await?;
+    if !plan.code.wait {
+        return Ok(LongLivedOutcome {
+            record: submitted.record,
+            training: submitted.training,
+            followed: None,
+            scan: None,
+        });
+    }
+    let (followed, scan) =
+        follow_to_end(k8s, cfg, ctx, opts, &mut submitted, progress, cancel).await?;
+    Ok(LongLivedOutcome {
+        record: submitted.record,
+        training: submitted.training,
+        followed: Some(followed),
+        scan: Some(scan),
+    })
+}
 
-    // 2. Collisions with RayJobs.
+/// Step 2: KubeRay names the head Service `<name>-head-svc` for a RayJob and a RayCluster
+/// alike, so a RayJob of a cluster's name would collide with it.
+async fn refuse_rayjob_collisions(k8s: &K8s, ns: &str, roles: &[(Role, String)]) -> Result<()> {
     let rayjobs = by_kind("RayJob")?;
-    for (role, name) in rendered {
-        if k8s.get(&rayjobs, &ns, name).await?.is_some() {
+    for (role, name) in roles {
+        if k8s.get(&rayjobs, ns, name).await?.is_some() {
             return Err(Diag::new(
                 "nrl::run::name_collision",
                 format!(
@@ -159,37 +182,57 @@ pub async fn run(
             )));
         }
     }
+    Ok(())
+}
 
-    // 3. --replace: the owner check for every cluster, then stop, then reset the registry.
-    if opts.replace {
-        let (rcs, me) = (by_kind("RayCluster")?, username(&*cfg.env));
-        for (_, name) in rendered {
-            if let Some(live) = k8s.get(&rcs, &ns, name).await? {
-                check_owner(&live, &me, opts.force, progress.progress())?;
-            }
-        }
-        for (_, name) in rendered {
-            replace::stop_ray_jobs(k8s, &ns, name, progress).await?;
-        }
-        replace::stop_exec_runs(k8s, &ns, train_name, progress).await?;
-        let gym = cfg
-            .infra
-            .kuberay
-            .get(Role::Gym)
-            .and_then(|c| c.daemon.as_ref());
-        match gym.map(|d| replace::registry_job_id(&d.entrypoint)) {
-            Some(Some(job_id)) => {
-                replace::reset_registry(k8s, &ns, &job_id, progress).await?;
-            }
-            Some(None) => progress.status(
-                "[replace] the gym daemon's --job-id is missing or a shell expression; no endpoint registry reset",
-            ),
-            None => {}
+/// Step 3, `--replace`: the owner check for every cluster first (nothing is stopped if
+/// one is another user's), then stop the earlier jobs, then reset the endpoint registry.
+async fn replace_previous(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    plan: &LongLivedPlan,
+    opts: &LongLivedOptions,
+    progress: &mut dyn Output,
+) -> Result<()> {
+    let ns = cfg.infra.namespace.as_str();
+    let (rcs, me) = (by_kind("RayCluster")?, username(&*cfg.env));
+    for (_, name) in &plan.roles {
+        if let Some(live) = k8s.get(&rcs, ns, name).await? {
+            check_owner(&live, &me, opts.force, progress.progress())?;
         }
     }
+    for (_, name) in &plan.roles {
+        replace::stop_ray_jobs(k8s, ns, name, progress).await?;
+    }
+    replace::stop_exec_runs(k8s, ns, &plan.training_cluster, progress).await?;
+    let gym = cfg
+        .infra
+        .kuberay
+        .get(Role::Gym)
+        .and_then(|c| c.daemon.as_ref());
+    match gym.map(|d| replace::registry_job_id(&d.entrypoint)) {
+        Some(Some(job_id)) => {
+            replace::reset_registry(k8s, ns, &job_id, progress).await?;
+        }
+        Some(None) => progress.status(
+            "[replace] the gym daemon's --job-id is missing or a shell expression; no endpoint registry reset",
+        ),
+        None => {}
+    }
+    Ok(())
+}
 
-    // 4. Clusters and daemons, in role order; Ctrl-C stops the bring-up (what exists
-    // stays and is reused by the next run).
+/// Step 4: Deployments, then clusters and their daemons in role order. Ctrl-C stops the
+/// bring-up; what exists stays and is reused by the next run.
+async fn bring_up(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: &RunContext,
+    plan: &LongLivedPlan,
+    opts: &LongLivedOptions,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<()> {
     let ensure_opts = EnsureOptions {
         on_drift: if opts.recreate {
             OnDrift::Recreate
@@ -205,12 +248,12 @@ pub async fn run(
     let daemon_opts = DaemonOptions {
         replace: opts.replace,
         repo_root: ctx.repo_root.clone(),
-        code_path: match code.code_source {
+        code_path: match plan.code.code_source {
             CodeSource::Upload => None,
-            _ => code.code_path.clone(),
+            _ => plan.code.code_path.clone(),
         },
     };
-    let bring_up = async {
+    let steps = async {
         for key in cfg.infra.deployments.keys() {
             ensure_deployment(
                 k8s,
@@ -222,7 +265,7 @@ pub async fn run(
             )
             .await?;
         }
-        for (role, _) in rendered {
+        for (role, _) in &plan.roles {
             ensure_cluster(k8s, cfg, *role, &ensure_opts, progress.progress()).await?;
             if opts.skip_daemons && *role != Role::Training {
                 if cfg
@@ -242,25 +285,41 @@ pub async fn run(
         Ok::<(), Diag>(())
     };
     tokio::select! {
-        r = bring_up => r?,
-        _ = cancel.cancelled() => {
-            return Err(Diag::new(
-                "nrl::run::interrupted",
-                "interrupted before training was submitted; the clusters brought up so far stay",
-            )
-            .with_exit(Exit::Interrupted)
-            .help("re-run the same command to continue (ready clusters are reused)"));
-        }
+        r = steps => r,
+        _ = cancel.cancelled() => Err(Diag::new(
+            "nrl::run::interrupted",
+            "interrupted before training was submitted; the clusters brought up so far stay",
+        )
+        .with_exit(Exit::Interrupted)
+        .help("re-run the same command to continue (ready clusters are reused)")),
     }
+}
 
-    // 5. Training and the record.
+/// The submitted training with its record and the record's owners.
+struct Submitted {
+    training: Training,
+    record: RunRecord,
+    /// The training RayCluster, so the record's cluster copy goes with it.
+    owners: Vec<serde_json::Value>,
+}
+
+/// Step 5: submit the training, save the record (owned by the training cluster) and print
+/// the follow-up commands.
+async fn submit_training(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: &RunContext,
+    plan: &LongLivedPlan,
+    progress: &mut dyn Output,
+) -> Result<Submitted> {
+    let (ns, train_name) = (&cfg.infra.namespace, plan.training_cluster.as_str());
     let train = training::submit(
         k8s,
         cfg,
         &ctx.run_id,
         train_name,
-        train_plan,
-        code,
+        &plan.training,
+        &plan.code,
         progress,
     )
     .await?;
@@ -269,7 +328,7 @@ pub async fn run(
     if let Some(k) = record.k8s.as_mut() {
         train.describe_into(k);
     }
-    let owners = match k8s.get(&by_kind("RayCluster")?, &ns, train_name).await? {
+    let owners = match k8s.get(&by_kind("RayCluster")?, ns, train_name).await? {
         Some(rc) => owner_ref(&rc).into_iter().collect(),
         None => Vec::new(),
     };
@@ -278,26 +337,43 @@ pub async fn run(
         &ctx.run_id,
         ctx,
         k8s,
-        &ns,
+        ns,
         &format!("RayCluster {train_name}"),
         saved,
     ) {
         progress.status(&line);
     }
-    if !code.wait {
-        return Ok(LongLivedOutcome {
-            record,
-            training: train,
-            followed: None,
-            scan: None,
-        });
-    }
+    Ok(Submitted {
+        training: train,
+        record,
+        owners,
+    })
+}
 
-    // 6. Follow.
-    std::fs::create_dir_all(ctx.run_dir()).ok();
+/// Step 6: follow the training to its end within the timeout (the log copied to the run
+/// directory's `driver.log` and scanned for the checklist), then record how it ended.
+async fn follow_to_end(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: &RunContext,
+    opts: &LongLivedOptions,
+    submitted: &mut Submitted,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<(Followed, LogScan)> {
+    let ns = &cfg.infra.namespace;
+    tokio::fs::create_dir_all(ctx.run_dir()).await.ok();
     let copy = std::fs::File::create(ctx.run_dir().join(DRIVER_LOG)).ok();
     let mut scan = LogScan::new();
-    let follow = training::follow(k8s, &ns, &train, progress, cancel, copy, &mut scan);
+    let follow = training::follow(
+        k8s,
+        ns,
+        &submitted.training,
+        progress,
+        cancel,
+        copy,
+        &mut scan,
+    );
     let followed = match tokio::time::timeout(opts.timeout, follow).await {
         Ok(r) => r?,
         Err(_) => {
@@ -326,13 +402,19 @@ pub async fn run(
             RunStatus::Failed
         };
         let code = code.unwrap_or(if *exit == Exit::Ok { 0 } else { 1 });
-        record.set_status(st, Some(code), Some(status.clone()));
-        save_everywhere(k8s, ctx, &record, &owners, &username(&*cfg.env), progress).await;
+        submitted
+            .record
+            .set_status(st, Some(code), Some(status.clone()));
+        let owner = username(&*cfg.env);
+        save_everywhere(
+            k8s,
+            ctx,
+            &submitted.record,
+            &submitted.owners,
+            &owner,
+            progress,
+        )
+        .await;
     }
-    Ok(LongLivedOutcome {
-        record,
-        training: train,
-        followed: Some(followed),
-        scan: Some(scan),
-    })
+    Ok((followed, scan))
 }

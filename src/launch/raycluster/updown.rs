@@ -15,12 +15,12 @@ use crate::k8s::{K8s, ObjectRef};
 use crate::render::deployment;
 use crate::render::targets::{Target, up_manifests};
 
-use super::super::daemon::{DaemonOptions, DaemonOutcome, submit_daemon};
-use super::super::progress::Progress;
 use super::{
     DeployOutcome, EnsureOptions, EnsureOutcome, OnDrift, check_owner, cluster_of,
     delete_deployment, delete_dra, dra_objects, ensure_cluster, ensure_deployment, stamp_owner,
 };
+use crate::launch::progress::Progress;
+use crate::launch::raycluster::daemon::{DaemonOptions, DaemonOutcome, submit_daemon};
 
 /// Options of [`cluster_up`].
 #[derive(Debug, Clone)]
@@ -120,7 +120,7 @@ pub async fn cluster_up(
                         let d = DaemonOptions {
                             replace: false,
                             repo_root: opts.repo_root.clone(),
-                            code_path: super::super::daemon::code_path_of(cfg),
+                            code_path: crate::launch::raycluster::daemon::code_path_of(cfg),
                         };
                         submit_daemon(k8s, cfg, *role, &d, progress).await?
                     };

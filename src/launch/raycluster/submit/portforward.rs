@@ -16,7 +16,7 @@ use crate::config::schema::CodeSource;
 use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::launch::dashboard::dashboard_session;
-use crate::launch::rayjob::{require_entrypoint, staged_recipe_yaml};
+use crate::launch::rayjob::manifest::{require_entrypoint, staged_recipe_yaml};
 use crate::launch::stage::stage;
 use crate::ray::{JobSpec, PackageOptions, SubmitRequest, Submitted, UploadSet, submit_job};
 use crate::render::rayjob::{Staging, env_exports, staged_entrypoint};

@@ -6,9 +6,12 @@
 //! Everything is applied with server-side apply (field manager `nrl`); drift is what a
 //! server-side dry-run apply would change, so server-filled defaults are never drift.
 
+pub mod daemon;
 pub mod deploy;
 pub mod dra;
 pub mod owner;
+pub mod run;
+pub mod submit;
 pub mod updown;
 
 use std::time::Duration;
