@@ -5,16 +5,15 @@
 use super::common::{block_on, cancel_on_signals};
 use super::run::{RunArgs, run_context, write_stdout};
 use crate::config::layers::LoadedConfig;
-use crate::config::node::Node;
 use crate::diag::{Exit, Result};
-use crate::k8s::K8s;
-use crate::launch::output::{Console, Output};
-use crate::launch::raycluster::run::{self as longlived, LongLivedOptions};
+use crate::launch::checks::{DoctorGate, LaunchChecks};
+use crate::launch::output::Console;
+use crate::launch::raycluster;
+use crate::launch::raycluster::run::LongLivedOptions;
 use crate::launch::raycluster::submit::ModeFlags;
-use crate::launch::rayjob::run::rayjob_run;
-use crate::launch::rayjob::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions, RunEnd, Teardown};
+use crate::launch::rayjob::run::launch_rayjob;
+use crate::launch::rayjob::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions};
 use crate::launch::records::runid;
-use crate::launch::verify::verify;
 use crate::render::emit;
 
 /// `--code-source` / `--code-path` replace the infra's values (the baseline).
@@ -62,22 +61,24 @@ pub fn dry_run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     write_stdout(&text)
 }
 
-/// Connect and run the doctor gate (unless `--skip-doctor`) before anything is applied.
-/// The launch itself says which context and namespace it acts on.
-async fn connect(args: &RunArgs, cfg: &LoadedConfig, launch: &[Node]) -> Result<K8s> {
-    let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
-    if !args.skip_doctor {
-        let mut manifests = crate::render::check_manifests(&cfg.infra)?;
-        manifests.extend(launch.iter().cloned());
-        let opts = crate::doctor::Options {
-            code_source: args.code_source,
-            repo_root: args.repo_root.clone(),
-            rayjob: !args.raycluster,
-        };
+/// The doctor gate (unless `--skip-doctor`) and the checklist (`--verify`).
+fn checks(args: &RunArgs) -> LaunchChecks {
+    let doctor = (!args.skip_doctor).then(|| {
         let (color, width) = super::doctor::style(true);
-        crate::doctor::gate::gate(&k8s, cfg, &manifests, &opts, color, width).await?;
+        DoctorGate {
+            options: crate::doctor::Options {
+                code_source: args.code_source,
+                repo_root: args.repo_root.clone(),
+                rayjob: !args.raycluster,
+            },
+            color,
+            width,
+        }
+    });
+    LaunchChecks {
+        doctor,
+        verify: args.verify,
     }
-    Ok(k8s)
 }
 
 /// The Kubernetes launch.
@@ -90,59 +91,12 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     let opts = rayjob_options(args, ctx.run_id.clone());
     // Everything is validated before the first cluster call.
     let plan = rayjob::plan(&cfg, &opts)?;
+    let checks = checks(args);
     block_on(async move {
         let cancel = cancel_on_signals()?;
-        let launch: Vec<Node> = std::iter::once(&plan.manifest)
-            .chain(&plan.dra)
-            .map(Node::from_json)
-            .collect();
-        let k8s = connect(args, &cfg, &launch).await?;
+        let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
         let mut console = Console::new();
-        let (outcome, record) =
-            rayjob_run(&k8s, &cfg, ctx, plan, opts, &mut console, &cancel).await?;
-        let id = &outcome.run_id;
-        let mut exit = outcome.exit();
-        match &outcome.end {
-            RunEnd::Submitted => console.status(&format!(
-                "run {id} submitted; nrl is not waiting (--no-wait)"
-            )),
-            RunEnd::Cancelled => {
-                console.status(&format!(
-                    "\ninterrupted: run {id} was not started; what it had created was removed"
-                ));
-                return Ok(Exit::Interrupted);
-            }
-            RunEnd::Detached => {
-                console.status(&format!(
-                    "\ninterrupted: stopped following run {id}; the job keeps running."
-                ));
-                console.status(&format!("re-attach: nrl job logs {id} -f"));
-                console.status(&format!("stop it:   nrl job stop {id}"));
-                return Ok(Exit::Interrupted);
-            }
-            RunEnd::Finished { teardown, .. } => {
-                let status = outcome.job_status().unwrap_or_else(|| "failed".to_string());
-                console.status(&format!("run {id} {status}"));
-                if *teardown == Teardown::StillPresent {
-                    console.status("warning: the RayCluster is still there after its TTL");
-                }
-            }
-        }
-        if args.verify {
-            let scan = match outcome.end {
-                RunEnd::Finished { .. } => Some(outcome.scan.clone()),
-                _ => None,
-            };
-            let report = verify(&k8s, &record, scan).await;
-            if let Some(url) = &report.wandb_url {
-                console.status(&format!("W&B run: {url}"));
-            }
-            crate::err!("{report}");
-            if !report.ok() && exit == Exit::Ok {
-                exit = Exit::Failed;
-            }
-        }
-        Ok(exit)
+        launch_rayjob(&k8s, &cfg, ctx, plan, opts, &checks, &mut console, &cancel).await
     })
 }
 
@@ -168,32 +122,22 @@ fn run_longlived(args: &RunArgs, cfg: LoadedConfig) -> Result<Exit> {
         flags,
         validate: !args.no_validate,
     };
-    let plan = longlived::plan(&cfg, &ctx, &opts)?;
+    let plan = raycluster::run::plan(&cfg, &ctx, &opts)?;
+    let checks = checks(args);
     block_on(async move {
         let cancel = cancel_on_signals()?;
-        let k8s = connect(args, &cfg, &[]).await?;
+        let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
         let mut console = Console::new();
-        let outcome = longlived::run(&k8s, &cfg, &ctx, &plan, &opts, &mut console, &cancel).await?;
-        let id = outcome.record.id.clone();
-        let mut exit = outcome.exit();
-        if exit == Exit::Interrupted {
-            console.status(&format!(
-                "\ninterrupted: stopped following run {id}; it keeps running."
-            ));
-            console.status(&format!("re-attach: nrl job logs {id} -f"));
-            console.status(&format!("stop it:   nrl job stop {id}"));
-            return Ok(exit);
-        }
-        if args.verify {
-            let report = verify(&k8s, &outcome.record, outcome.scan.clone()).await;
-            if let Some(url) = &report.wandb_url {
-                console.status(&format!("W&B run: {url}"));
-            }
-            crate::err!("{report}");
-            if !report.ok() && exit == Exit::Ok {
-                exit = Exit::Failed;
-            }
-        }
-        Ok(exit)
+        raycluster::run::launch(
+            &k8s,
+            &cfg,
+            &ctx,
+            &plan,
+            &opts,
+            &checks,
+            &mut console,
+            &cancel,
+        )
+        .await
     })
 }

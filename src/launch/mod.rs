@@ -7,6 +7,7 @@
 
 pub mod attach;
 pub mod check;
+pub mod checks;
 pub mod dashboard;
 pub mod follow;
 pub mod health;

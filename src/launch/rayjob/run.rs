@@ -8,11 +8,13 @@ use serde_json::Value as Json;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::layers::LoadedConfig;
+use crate::config::node::Node;
 use crate::diag::{Exit, Result};
 use crate::k8s::K8s;
+use crate::launch::checks::{LaunchChecks, checklist, doctor_gate};
 use crate::launch::output::Output;
 use crate::launch::owned::owner_ref;
-use crate::launch::rayjob::{self, RayJobRunOptions, RayJobState, RunEnd, RunOutcome};
+use crate::launch::rayjob::{self, RayJobRunOptions, RayJobState, RunEnd, RunOutcome, Teardown};
 use crate::launch::records::context::{DRIVER_LOG, RunContext};
 use crate::launch::records::k8s::{base_record, followups, save_everywhere};
 use crate::launch::records::{RunKind, RunRecord, RunStatus};
@@ -194,4 +196,63 @@ pub async fn rayjob_run(
             Ok((outcome, run.record))
         }
     }
+}
+
+/// `nrl run` (ephemeral), whole: the doctor gate over what the run applies, [`rayjob_run`],
+/// how it ended in words (with the commands to re-attach or stop it when nrl stopped
+/// following), and the checklist. Returns the exit code (DESIGN §7).
+#[allow(clippy::too_many_arguments)]
+pub async fn launch_rayjob(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: RunContext,
+    plan: rayjob::RayJobPlan,
+    opts: RayJobRunOptions,
+    checks: &LaunchChecks,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<Exit> {
+    let launch: Vec<Node> = std::iter::once(&plan.manifest)
+        .chain(&plan.dra)
+        .map(Node::from_json)
+        .collect();
+    doctor_gate(k8s, cfg, &launch, checks).await?;
+    let (outcome, record) = rayjob_run(k8s, cfg, ctx, plan, opts, progress, cancel).await?;
+    let id = &outcome.run_id;
+    match &outcome.end {
+        RunEnd::Submitted => progress.status(&format!(
+            "run {id} submitted; nrl is not waiting (--no-wait)"
+        )),
+        RunEnd::Cancelled => {
+            progress.status(&format!(
+                "\ninterrupted: run {id} was not started; what it had created was removed"
+            ));
+            return Ok(Exit::Interrupted);
+        }
+        RunEnd::Detached => {
+            detached(id, "the job keeps running", progress);
+            return Ok(Exit::Interrupted);
+        }
+        RunEnd::Finished { teardown, .. } => {
+            let status = outcome.job_status().unwrap_or_else(|| "failed".to_string());
+            progress.status(&format!("run {id} {status}"));
+            if *teardown == Teardown::StillPresent {
+                progress.status("warning: the RayCluster is still there after its TTL");
+            }
+        }
+    }
+    let scan = match outcome.end {
+        RunEnd::Finished { .. } => Some(outcome.scan.clone()),
+        _ => None,
+    };
+    Ok(checklist(k8s, &record, scan, checks, outcome.exit(), progress).await)
+}
+
+/// What nrl says when Ctrl-C stops it following run `id` (which goes on).
+pub fn detached(id: &str, goes_on: &str, progress: &mut dyn Output) {
+    progress.status(&format!(
+        "\ninterrupted: stopped following run {id}; {goes_on}."
+    ));
+    progress.status(&format!("re-attach: nrl job logs {id} -f"));
+    progress.status(&format!("stop it:   nrl job stop {id}"));
 }

@@ -31,6 +31,7 @@ use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
 use crate::launch::check::validate_manifests;
+use crate::launch::checks::{LaunchChecks, checklist, doctor_gate};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
 use crate::launch::owned::owner_ref;
@@ -40,6 +41,7 @@ use crate::launch::raycluster::{
     EnsureOptions, OnDrift, check_owner, ensure_cluster, ensure_deployment,
 };
 use crate::launch::rayjob::manifest::{require_entrypoint, require_training};
+use crate::launch::rayjob::run::detached;
 use crate::launch::records::context::{DRIVER_LOG, RunContext};
 use crate::launch::records::k8s::{base_record, followups, save_everywhere};
 use crate::launch::records::runid;
@@ -162,6 +164,31 @@ pub async fn run(
         followed: Some(followed),
         scan: Some(scan),
     })
+}
+
+/// `nrl run --raycluster`, whole: the doctor gate, [`run`], the commands to re-attach or
+/// stop the run when nrl stopped following it, and the checklist. Returns the exit code
+/// (DESIGN §7).
+#[allow(clippy::too_many_arguments)]
+pub async fn launch(
+    k8s: &K8s,
+    cfg: &LoadedConfig,
+    ctx: &RunContext,
+    plan: &LongLivedPlan,
+    opts: &LongLivedOptions,
+    checks: &LaunchChecks,
+    progress: &mut dyn Output,
+    cancel: &CancellationToken,
+) -> Result<Exit> {
+    doctor_gate(k8s, cfg, &[], checks).await?;
+    let outcome = run(k8s, cfg, ctx, plan, opts, progress, cancel).await?;
+    let exit = outcome.exit();
+    if exit == Exit::Interrupted {
+        detached(&outcome.record.id, "it keeps running", progress);
+        return Ok(exit);
+    }
+    let scan = outcome.scan.clone();
+    Ok(checklist(k8s, &outcome.record, scan, checks, exit, progress).await)
 }
 
 /// Step 2: KubeRay names the head Service `<name>-head-svc` for a RayJob and a RayCluster
