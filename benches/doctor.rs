@@ -14,6 +14,7 @@ use nrl::config::node::Node;
 use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::check_manifests;
 use nrl::render::rayjob::RayJobOptions;
+use nrl::run_id::RunId;
 
 fn load_pair(recipe: &str, infra: &str) -> LoadedConfig {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference");
@@ -31,7 +32,14 @@ fn load_pair(recipe: &str, infra: &str) -> LoadedConfig {
 
 fn manifests(cfg: &LoadedConfig) -> Vec<Node> {
     let mut objs = check_manifests(&cfg.infra).expect("renders");
-    objs.push(rayjob_manifest(cfg, "bench-run-1", &RayJobOptions::default()).expect("RayJob"));
+    objs.push(
+        rayjob_manifest(
+            cfg,
+            &RunId::parse("bench-run-1").unwrap(),
+            &RayJobOptions::default(),
+        )
+        .expect("RayJob"),
+    );
     objs
 }
 

@@ -19,6 +19,7 @@ use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::check_manifests;
 use nrl::render::rayjob::RayJobOptions;
 use nrl::render::validate::validate_all;
+use nrl::run_id::RunId;
 
 fn load_ultra_64n() -> LoadedConfig {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference");
@@ -39,7 +40,14 @@ fn load_ultra_64n() -> LoadedConfig {
 /// Everything a launch of the pair renders: `check_manifests` plus the RayJob.
 fn render_all(cfg: &LoadedConfig) -> Vec<Node> {
     let mut objs = check_manifests(&cfg.infra).expect("renders");
-    objs.push(rayjob_manifest(cfg, "bench-run-1", &RayJobOptions::default()).expect("RayJob"));
+    objs.push(
+        rayjob_manifest(
+            cfg,
+            &RunId::parse("bench-run-1").unwrap(),
+            &RayJobOptions::default(),
+        )
+        .expect("RayJob"),
+    );
     objs
 }
 

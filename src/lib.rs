@@ -16,6 +16,7 @@ pub mod launch;
 pub mod ray;
 pub mod render;
 pub mod repl;
+pub mod run_id;
 pub mod script;
 pub mod stdio;
 pub mod terminal_text;

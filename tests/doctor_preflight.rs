@@ -15,6 +15,7 @@ use nrl::k8s::{ConnectOptions, K8s};
 use nrl::launch::check::{Checked, check};
 use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::rayjob::RayJobOptions;
+use nrl::run_id::RunId;
 use serde_json::json;
 use support::fake_k8s::{FakeK8s, FaultAction, FaultMatch};
 
@@ -37,7 +38,14 @@ fn loaded(overrides: &[&str]) -> Checked {
 /// What `nrl doctor` checks: the `check` manifests plus the RayJob of a launch.
 fn manifests(c: &Checked) -> Vec<Node> {
     let mut m = c.manifests.clone();
-    m.push(rayjob_manifest(&c.config, "doctor", &RayJobOptions::default()).expect("rayjob"));
+    m.push(
+        rayjob_manifest(
+            &c.config,
+            &RunId::parse("doctor").unwrap(),
+            &RayJobOptions::default(),
+        )
+        .expect("rayjob"),
+    );
     m
 }
 

@@ -13,6 +13,7 @@ use nrl::diag::Diag;
 use nrl::launch::check::check;
 use nrl::launch::rayjob::manifest::{rayjob_manifest, validated_rayjob_manifest};
 use nrl::render::rayjob::RayJobOptions;
+use nrl::run_id::RunId;
 
 const INFRA: &str = "\
 namespace: team-ns
@@ -64,9 +65,9 @@ fn a_valid_rayjob_is_returned_unchanged_with_the_preamble() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = load_pair(dir.path(), INFRA);
     let opts = named(&"a".repeat(47));
-    let checked = validated_rayjob_manifest(&cfg, "r-1", &opts)
+    let checked = validated_rayjob_manifest(&cfg, &RunId::parse("r-1").unwrap(), &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(false, 100)));
-    let plain = rayjob_manifest(&cfg, "r-1", &opts).expect("renders");
+    let plain = rayjob_manifest(&cfg, &RunId::parse("r-1").unwrap(), &opts).expect("renders");
     assert_eq!(checked.to_json(), plain.to_json());
     let ep = checked
         .get_path("spec.entrypoint")
@@ -82,7 +83,8 @@ fn a_48_character_rayjob_name_is_refused_at_the_option() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = load_pair(dir.path(), INFRA);
     let name = "a".repeat(48);
-    let e = validated_rayjob_manifest(&cfg, "r-1", &named(&name)).expect_err("48 > 47");
+    let e = validated_rayjob_manifest(&cfg, &RunId::parse("r-1").unwrap(), &named(&name))
+        .expect_err("48 > 47");
     assert_eq!(e.code, "nrl::render::name");
     assert!(e.message.contains("RayJob"), "{}", e.message);
     assert!(e.related.is_empty(), "one problem: {:?}", e.related);
@@ -99,8 +101,12 @@ fn a_48_character_rayjob_name_is_refused_at_the_option() {
 fn an_invalid_infra_label_value_points_at_the_infra_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = load_pair(dir.path(), &INFRA.replace("team: rl", "team: not a label!"));
-    let e = validated_rayjob_manifest(&cfg, "r-1", &RayJobOptions::default())
-        .expect_err("a label value with spaces");
+    let e = validated_rayjob_manifest(
+        &cfg,
+        &RunId::parse("r-1").unwrap(),
+        &RayJobOptions::default(),
+    )
+    .expect_err("a label value with spaces");
     // The label reaches the RayJob and both pod templates; every copy points at line 4.
     let problems = all_problems(&e);
     assert!(!problems.is_empty());
@@ -116,7 +122,8 @@ fn an_invalid_infra_label_value_points_at_the_infra_line() {
 fn name_and_label_problems_are_reported_together() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = load_pair(dir.path(), &INFRA.replace("team: rl", "team: not a label!"));
-    let e = validated_rayjob_manifest(&cfg, "r-1", &named(&"b".repeat(48))).expect_err("both");
+    let e = validated_rayjob_manifest(&cfg, &RunId::parse("r-1").unwrap(), &named(&"b".repeat(48)))
+        .expect_err("both");
     let texts: Vec<String> = all_problems(&e)
         .iter()
         .map(|p| p.labels[0].span.text())
@@ -135,8 +142,12 @@ fn rendering_errors_come_before_validation() {
             "  mode: single\n",
         ),
     );
-    let e = validated_rayjob_manifest(&cfg, "r-1", &RayJobOptions::default())
-        .expect_err("no entrypoint");
+    let e = validated_rayjob_manifest(
+        &cfg,
+        &RunId::parse("r-1").unwrap(),
+        &RayJobOptions::default(),
+    )
+    .expect_err("no entrypoint");
     assert_eq!(e.code, "nrl::run::entrypoint");
 }
 

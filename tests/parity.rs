@@ -11,6 +11,7 @@ use nrl::launch::check::{bundle, check};
 use nrl::launch::rayjob::manifest::rayjob_manifest;
 use nrl::render::rayjob::RayJobOptions;
 use nrl::render::targets::{parse_targets, up_manifests};
+use nrl::run_id::RunId;
 
 const PAIRS: &[(&str, &str, &str)] = &[
     ("qwen3_30b", QWEN_RECIPE, "qwen3_30b_math_4n_4gpu"),
@@ -52,9 +53,13 @@ fn cluster_up_dry_run(prefix: &str) {
 fn rayjob_dry_run(prefix: &str) {
     let (recipe, infra) = pair(prefix);
     let cfg = load(&golden_request(recipe, infra)).expect("loads");
-    let mut ours = rayjob_manifest(&cfg, "parity-run-1", &RayJobOptions::default())
-        .expect("renders")
-        .to_json();
+    let mut ours = rayjob_manifest(
+        &cfg,
+        &RunId::parse("parity-run-1").unwrap(),
+        &RayJobOptions::default(),
+    )
+    .expect("renders")
+    .to_json();
     let name = format!("{prefix}.run_rayjob_dry_run.txt");
     let mut golden = golden_docs(&name).remove(0);
     let ours_ep = ours["spec"]["entrypoint"]

@@ -13,8 +13,8 @@ use crate::launch::raycluster::run::LongLivedOptions;
 use crate::launch::raycluster::submit::ModeFlags;
 use crate::launch::rayjob::run::launch_rayjob;
 use crate::launch::rayjob::{self, DEFAULT_TTL_SECONDS, RayJobRunOptions};
-use crate::launch::records::runid;
 use crate::render::emit;
+use crate::run_id::RunId;
 
 /// `--code-source` / `--code-path` replace the infra's values (the baseline).
 fn apply_code_flags(args: &RunArgs, cfg: &mut LoadedConfig) {
@@ -26,7 +26,7 @@ fn apply_code_flags(args: &RunArgs, cfg: &mut LoadedConfig) {
     }
 }
 
-fn rayjob_options(args: &RunArgs, run_id: String) -> RayJobRunOptions {
+fn rayjob_options(args: &RunArgs, run_id: RunId) -> RayJobRunOptions {
     let shutdown = !args.no_shutdown;
     let mut opts = RayJobRunOptions::new(run_id);
     opts.name = args.rayjob_name.clone();
@@ -50,8 +50,8 @@ fn rayjob_options(args: &RunArgs, run_id: String) -> RayJobRunOptions {
 pub fn dry_run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     apply_code_flags(args, &mut cfg);
     let run_id = match args.run_id.as_deref() {
-        Some(id) => runid::validate(id).map(|_| id.to_string())?,
-        None => runid::generate(&args.recipe.recipe),
+        Some(id) => RunId::parse(id)?,
+        None => RunId::generate(&args.recipe.recipe),
     };
     let opts = rayjob_options(args, run_id);
     let (manifest, dra) = rayjob::manifests(&cfg, &opts, opts.validate)?;

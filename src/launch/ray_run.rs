@@ -59,7 +59,7 @@ pub fn prepare(cfg: &LoadedConfig, ctx: RunContext, client: RayClient) -> Result
     let mut record = ctx.new_record(cfg, RunKind::Ray);
     record.ray = Some(RayJobRef {
         address: client.address().to_string(),
-        submission_id: ctx.run_id.clone(),
+        submission_id: ctx.run_id.to_string(),
     });
     ctx.store.save(&record)?;
     Ok(RayRun {
@@ -79,11 +79,11 @@ impl RayRun {
     /// The job request: staged entrypoint, env, submission id = run id.
     pub fn request(&self) -> SubmitRequest {
         let mut request = SubmitRequest::new(self.staged.entrypoint.clone());
-        request.submission_id = Some(self.ctx.run_id.clone());
+        request.submission_id = Some(self.ctx.run_id.to_string());
         request.runtime_env.env_vars = self.staged.env.clone();
         request
             .metadata
-            .insert("nrl_run_id".into(), self.ctx.run_id.clone());
+            .insert("nrl_run_id".into(), self.ctx.run_id.to_string());
         request
     }
 

@@ -29,6 +29,7 @@ use crate::config::source::Span;
 use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
+use crate::run_id::RunId;
 
 pub use apis::{Needed, needed_apis};
 use refs::{ObjRef, QueueRef, Use};
@@ -38,7 +39,11 @@ use refs::{ObjRef, QueueRef, Use};
 pub fn preflight_manifests(cfg: &LoadedConfig, manifests: &[Node]) -> Vec<Node> {
     let mut all = manifests.to_vec();
     let options = crate::render::rayjob::RayJobOptions::default();
-    if let Ok(rj) = crate::launch::rayjob::manifest::rayjob_manifest(cfg, "doctor", &options) {
+    // The preflight renders the RayJob under a placeholder id (it names nothing).
+    if let Ok(placeholder) = RunId::parse("doctor")
+        && let Ok(rj) =
+            crate::launch::rayjob::manifest::rayjob_manifest(cfg, &placeholder, &options)
+    {
         all.push(rj);
     }
     all

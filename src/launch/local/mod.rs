@@ -217,7 +217,7 @@ mod tests {
         req.overrides = vec!["steps=5".into()];
         let cfg = load(&req).unwrap();
         let ctx = RunContext {
-            run_id: "local-1".into(),
+            run_id: crate::run_id::RunId::parse("local-1").unwrap(),
             store: RunStore::new(dir.path().join("cache/runs")),
             repo_root: root,
             infra: req.infra.clone(),

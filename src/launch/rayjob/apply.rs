@@ -220,10 +220,10 @@ pub async fn submit_upload(
 ) -> Result<()> {
     let dash = dashboard_session(k8s, &plan.namespace, cluster).await?;
     let mut request = SubmitRequest::new(upload.entrypoint.clone());
-    request.submission_id = Some(plan.run_id.clone());
+    request.submission_id = Some(plan.run_id.to_string());
     request
         .metadata
-        .insert("nrl_run_id".to_string(), plan.run_id.clone());
+        .insert("nrl_run_id".to_string(), plan.run_id.to_string());
     request
         .metadata
         .insert("rayjob".to_string(), plan.name.clone());

@@ -40,6 +40,7 @@ use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
 use crate::ray::JobDetails;
 use crate::render::rayjob::SubmissionMode;
+use crate::run_id::RunId;
 
 /// The longest TTL `nrl run` waits out to confirm the cluster is gone.
 pub const TEARDOWN_WAIT_MAX: Duration = Duration::from_secs(300);
@@ -50,7 +51,7 @@ pub const DEFAULT_TTL_SECONDS: i64 = 3600;
 /// Choices for an ephemeral run.
 #[derive(Debug, Clone)]
 pub struct RayJobRunOptions {
-    pub run_id: String,
+    pub run_id: RunId,
     /// RayJob name (default: the training cluster's name).
     pub name: Option<String>,
     /// `spec.shutdownAfterJobFinishes`.
@@ -78,9 +79,9 @@ pub struct RayJobRunOptions {
 }
 
 impl RayJobRunOptions {
-    pub fn new(run_id: impl Into<String>) -> RayJobRunOptions {
+    pub fn new(run_id: RunId) -> RayJobRunOptions {
         RayJobRunOptions {
-            run_id: run_id.into(),
+            run_id,
             name: None,
             shutdown: true,
             ttl_seconds: DEFAULT_TTL_SECONDS,
@@ -117,7 +118,7 @@ pub enum RunEnd {
 /// The result of [`run_rayjob`].
 #[derive(Debug)]
 pub struct RunOutcome {
-    pub run_id: String,
+    pub run_id: RunId,
     pub rayjob: String,
     pub namespace: String,
     /// The RayJob's RayCluster, once KubeRay named it.

@@ -15,12 +15,13 @@ use crate::launch::raycluster::stamp_owner;
 use crate::launch::rayjob::manifest::{
     rayjob_manifest, require_entrypoint, require_training, submission_mode,
 };
-use crate::launch::records::runid;
 use crate::launch::stage::stage;
 use crate::ray::{PackageOptions, UploadSet};
 use crate::render::dra::dra_object;
 use crate::render::raycluster::dra_needed;
 use crate::render::rayjob::{RayJobOptions, SubmissionMode};
+use crate::run_id;
+use crate::run_id::RunId;
 
 pub use crate::launch::records::cluster_copy::RUN_ID_LABEL;
 
@@ -38,7 +39,7 @@ pub struct UploadPlan {
 /// A validated ephemeral run.
 #[derive(Debug, Clone)]
 pub struct RayJobPlan {
-    pub run_id: String,
+    pub run_id: RunId,
     pub name: String,
     pub namespace: String,
     /// The `nrl-k8s/owner` of the objects (the normalised user name).
@@ -62,7 +63,7 @@ pub fn manifests(
 ) -> Result<(Node, Vec<Node>)> {
     require_entrypoint(cfg)?;
     let cluster = require_training(cfg)?;
-    runid::validate(&opts.run_id)?;
+    run_id::validate(&opts.run_id)?;
     let launch = &cfg.infra.launch;
     crate::launch::raycluster::submit::require_code_path(
         launch.code_source,
@@ -83,7 +84,7 @@ pub fn manifests(
     }
     let mode = submission_mode(cfg);
     let mut labels = opts.extra_labels.clone();
-    labels.insert(RUN_ID_LABEL.to_string(), opts.run_id.clone());
+    labels.insert(RUN_ID_LABEL.to_string(), opts.run_id.to_string());
     let rj_opts = RayJobOptions {
         name: opts.name.clone(),
         shutdown_after_finishes: opts.shutdown,
@@ -91,7 +92,7 @@ pub fn manifests(
         extra_labels: labels,
         submission_mode: mode,
         // In InteractiveMode `spec.jobId` is set after nrl has submitted the job.
-        job_id: (mode == SubmissionMode::Http).then(|| opts.run_id.clone()),
+        job_id: (mode == SubmissionMode::Http).then(|| opts.run_id.to_string()),
         ..RayJobOptions::default()
     };
     let owner = username(&*cfg.env);

@@ -349,7 +349,7 @@ impl<'a> Waiter<'a> {
             .state
             .job_id
             .clone()
-            .unwrap_or_else(|| self.plan.run_id.clone());
+            .unwrap_or_else(|| self.plan.run_id.to_string());
         Some((cluster, id))
     }
 

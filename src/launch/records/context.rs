@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Result};
-use crate::launch::records::runid;
 use crate::launch::records::{RunKind, RunRecord, RunStatus, RunStore};
+use crate::run_id::RunId;
 
 /// Name of the combined output log in a run directory.
 pub const DRIVER_LOG: &str = "driver.log";
@@ -13,7 +13,7 @@ pub const DRIVER_LOG: &str = "driver.log";
 /// Where and as what a run is started.
 #[derive(Debug, Clone)]
 pub struct RunContext {
-    pub run_id: String,
+    pub run_id: RunId,
     pub store: RunStore,
     /// Upload paths are relative to this directory.
     pub repo_root: PathBuf,
@@ -49,29 +49,29 @@ impl RunContext {
 }
 
 /// `given` (validated and unused), or a fresh id for `recipe` that no run uses yet.
-pub fn resolve_run_id(given: Option<&str>, recipe: &Path, store: &RunStore) -> Result<String> {
-    if let Some(id) = given {
-        runid::validate(id)?;
-        if store.exists(id) {
+pub fn resolve_run_id(given: Option<&str>, recipe: &Path, store: &RunStore) -> Result<RunId> {
+    if let Some(given) = given {
+        let id = RunId::parse(given)?;
+        if store.exists(&id) {
             return Err(Diag::new(
                 "nrl::run::run_id_taken",
                 format!("run id `{id}` is already used by a run on this machine"),
             )
             .help(format!(
                 "pick another --run-id, or remove {} and {}",
-                store.record_path(id).display(),
-                store.run_dir(id).display()
+                store.record_path(&id).display(),
+                store.run_dir(&id).display()
             )));
         }
-        return Ok(id.to_string());
+        return Ok(id);
     }
     // Four random characters per second: a clash is rare, and retried.
-    let mut id = runid::generate(recipe);
+    let mut id = RunId::generate(recipe);
     for _ in 0..16 {
         if !store.exists(&id) {
             break;
         }
-        id = runid::generate(recipe);
+        id = RunId::generate(recipe);
     }
     Ok(id)
 }
@@ -114,14 +114,16 @@ mod tests {
         let store = RunStore::new(dir.path());
         let recipe = Path::new("quick.yaml");
         assert_eq!(
-            resolve_run_id(Some("my-run"), recipe, &store).unwrap(),
+            resolve_run_id(Some("my-run"), recipe, &store)
+                .unwrap()
+                .as_str(),
             "my-run"
         );
         assert_eq!(
             resolve_run_id(Some("My_Run"), recipe, &store)
                 .unwrap_err()
                 .code,
-            runid::CODE_RUN_ID
+            crate::run_id::CODE_RUN_ID
         );
         store
             .save(&RunRecord::new("my-run", RunKind::Local))
@@ -134,6 +136,6 @@ mod tests {
         );
         let fresh = resolve_run_id(None, recipe, &store).unwrap();
         assert!(fresh.starts_with("quick-"), "{fresh}");
-        runid::validate(&fresh).unwrap();
+        crate::run_id::validate(&fresh).unwrap();
     }
 }

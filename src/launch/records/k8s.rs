@@ -63,7 +63,7 @@ pub fn base_record(cfg: &LoadedConfig, ctx: &RunContext, k8s: &K8s, kind: RunKin
     record.context = Some(k8s.context.clone());
     record.namespace = Some(cfg.infra.namespace.clone());
     record.k8s = Some(K8sRun {
-        submission_id: Some(ctx.run_id.clone()),
+        submission_id: Some(ctx.run_id.to_string()),
         wandb: wandb_enabled(cfg),
         ..K8sRun::default()
     });

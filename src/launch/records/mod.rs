@@ -10,7 +10,6 @@
 pub mod cluster_copy;
 pub mod context;
 pub mod k8s;
-pub mod runid;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -64,7 +64,7 @@ pub mod launch_module {
     /// A fresh run id: `<prefix>-<UTC yyyymmdd-hhmmss>-<4 random>` (a DNS label of at
     /// most 40 characters; the prefix is cleaned and shortened as for recipe names).
     pub fn new_run_id(prefix: &str) -> String {
-        crate::launch::records::runid::generate(std::path::Path::new(prefix))
+        crate::run_id::generate(std::path::Path::new(prefix))
     }
 
     /// Launch the pair as an ephemeral RayJob (training cluster; the cluster goes away
@@ -238,7 +238,7 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
     let mut job = RayJob {
         name: plan.name.clone(),
         namespace: plan.namespace.clone(),
-        run_id: plan.run_id.clone(),
+        run_id: plan.run_id.to_string(),
         planned: h.dry_run(),
         shutdown: plan.shutdown,
         wandb,

@@ -16,6 +16,7 @@ use crate::diag::{Diag, Result};
 use crate::launch::check::validate_manifests;
 use crate::render::rayjob::RayJobOptions;
 use crate::render::{emit, summary};
+use crate::run_id::RunId;
 use crate::script::convert::{node_to_dynamic, string_list};
 use crate::script::errors::{RhaiResult, fail, usage};
 
@@ -144,13 +145,10 @@ pub fn run_options(options: &Map, extra: &[&str]) -> Result<RunOptions> {
 
 /// The RayJob manifest of a run of `cfg` (the path `nrl run --dry-run` takes): the given
 /// run id (validated) or a fresh one from the recipe's name.
-pub fn rayjob_of(cfg: &Config, opts: &RunOptions) -> Result<(String, Manifest)> {
+pub fn rayjob_of(cfg: &Config, opts: &RunOptions) -> Result<(RunId, Manifest)> {
     let run_id = match &opts.run_id {
-        Some(id) => {
-            crate::launch::records::runid::validate(id)?;
-            id.clone()
-        }
-        None => crate::launch::records::runid::generate(&cfg.request().recipe),
+        Some(id) => RunId::parse(id)?,
+        None => RunId::generate(&cfg.request().recipe),
     };
     let node =
         crate::launch::rayjob::manifest::rayjob_manifest(cfg.loaded(), &run_id, &opts.rayjob)?;

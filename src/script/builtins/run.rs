@@ -271,7 +271,7 @@ impl Run {
         let mut record = RunRecord::new(ctx.run_id.clone(), kind);
         record.run_dir = Some(ctx.run_dir().display().to_string());
         Run {
-            id: ctx.run_id.clone(),
+            id: ctx.run_id.to_string(),
             planned: true,
             store,
             record,
@@ -345,7 +345,7 @@ fn run_local(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiResult
     let store = rc.store.clone();
     let prepared = local::prepare(cfg.loaded(), rc).map_err(fail)?;
     warn_all(&h, &prepared.staged.warnings);
-    let id = prepared.ctx.run_id.clone();
+    let id = prepared.ctx.run_id.to_string();
     h.line(
         Stream::Stderr,
         &format!("run {id}: log {}", prepared.log_path().display()),
@@ -425,7 +425,7 @@ fn run_on_ray(
     let store = rc.store.clone();
     let mut prepared = ray_run::prepare(cfg.loaded(), rc, h.ray(&client)?.clone()).map_err(fail)?;
     warn_all(&h, &prepared.staged.warnings);
-    let id = prepared.ctx.run_id.clone();
+    let id = prepared.ctx.run_id.to_string();
     h.block_on(prepared.submit())?;
     h.line(
         Stream::Stderr,

@@ -44,8 +44,8 @@ use crate::launch::rayjob::manifest::{require_entrypoint, require_training};
 use crate::launch::rayjob::run::detached;
 use crate::launch::records::context::{DRIVER_LOG, RunContext};
 use crate::launch::records::k8s::{base_record, followups, save_everywhere};
-use crate::launch::records::runid;
 use crate::launch::records::{RunRecord, RunStatus};
+use crate::run_id;
 
 pub use training::{Followed, Training};
 
@@ -104,7 +104,7 @@ pub fn plan(
 ) -> Result<LongLivedPlan> {
     require_entrypoint(cfg)?;
     let train_spec = require_training(cfg)?;
-    runid::validate(&ctx.run_id)?;
+    run_id::validate(&ctx.run_id)?;
     let code = resolve(cfg, &opts.flags)?;
     let manifests = crate::render::check_manifests(&cfg.infra)?;
     if opts.validate {

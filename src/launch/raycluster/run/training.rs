@@ -66,7 +66,7 @@ pub enum TrainingPlan {
 
 pub fn plan(
     cfg: &LoadedConfig,
-    run_id: &str,
+    run_id: &crate::run_id::RunId,
     code: &Resolved,
     repo_root: &Path,
 ) -> Result<TrainingPlan> {

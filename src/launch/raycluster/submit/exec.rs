@@ -103,7 +103,7 @@ pub async fn submit(
     cluster: &str,
     launch: &ExecLaunch<'_>,
 ) -> Result<ExecRun> {
-    crate::launch::records::runid::validate(launch.run_id)?;
+    crate::run_id::validate(launch.run_id)?;
     let dir = run_dir(launch.tmp_root, launch.run_id);
     let launcher_text = launcher(launch.run_id, &dir, launch.env)?;
     let entry_text = entry_script(launch, &dir);

@@ -20,6 +20,7 @@ use crate::launch::rayjob::manifest::{require_entrypoint, staged_recipe_yaml};
 use crate::launch::stage::stage;
 use crate::ray::{JobSpec, PackageOptions, SubmitRequest, Submitted, UploadSet, submit_job};
 use crate::render::rayjob::{Staging, env_exports, staged_entrypoint};
+use crate::run_id::RunId;
 
 /// What the portForward submitter sends.
 #[derive(Debug, Clone)]
@@ -34,7 +35,7 @@ pub struct PortForwardJob {
 /// Build the job for `cfg` as run `run_id` (no I/O beyond reading the upload paths).
 pub fn build(
     cfg: &LoadedConfig,
-    run_id: &str,
+    run_id: &RunId,
     code_source: CodeSource,
     code_path: Option<&str>,
     repo_root: &Path,

@@ -5,9 +5,67 @@
 //! [`MAX_RUN_ID_LEN`] characters, which leaves room for suffixes under the 47-character
 //! RayJob name limit. Generated ids of the same recipe sort by creation time.
 
+use std::fmt;
+use std::ops::Deref;
 use std::path::Path;
 
 use crate::diag::{Diag, Result};
+
+/// A run id of `nrl run` (every executor) and `launch::rayjob`: only [`RunId::parse`]
+/// (which validates) and [`RunId::generate`] make one, so a value of this type is
+/// always usable as a DNS label, a Ray submission id and a file name. (Gym runs keep
+/// their own ids, `gym::names`: the reference's `gym-job-<%Y%m%dT%H%M%SZ>-<hex>`
+/// format has capitals and must be accepted back as given.)
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunId(String);
+
+impl RunId {
+    /// An id given by the user (`--run-id`, a script's `run_id`), checked.
+    pub fn parse(id: &str) -> Result<RunId> {
+        validate(id)?;
+        Ok(RunId(id.to_string()))
+    }
+
+    /// A fresh id for a run of `recipe`, stamped with the current UTC time.
+    pub fn generate(recipe: &Path) -> RunId {
+        RunId(generate(recipe))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for RunId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for RunId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&RunId> for String {
+    fn from(id: &RunId) -> String {
+        id.0.clone()
+    }
+}
+
+impl From<RunId> for String {
+    fn from(id: RunId) -> String {
+        id.0
+    }
+}
 
 /// The longest run id accepted or generated.
 pub const MAX_RUN_ID_LEN: usize = 40;
@@ -61,7 +119,7 @@ pub fn prefix_for(recipe: &Path) -> String {
     out.trim_end_matches('-').to_string()
 }
 
-/// Check an id given with `--run-id`.
+/// Check an id given with `--run-id` ([`RunId::parse`] is the way to keep it).
 pub fn validate(id: &str) -> Result<()> {
     let problem = if id.is_empty() {
         Some("is empty".to_string())
@@ -177,5 +235,22 @@ mod tests {
             assert_eq!(err.code, CODE_RUN_ID);
             assert!(err.message.contains(why), "{bad}: {}", err.message);
         }
+    }
+
+    /// The one rule everywhere: what the render used to accept on its own (`_`, `.`, 63
+    /// characters) is no run id, and every generated id is one.
+    #[test]
+    fn run_ids_are_made_only_by_parse_and_generate() {
+        for looser in ["my_run", "run.1", &"a".repeat(63)] {
+            assert_eq!(RunId::parse(looser).unwrap_err().code, CODE_RUN_ID);
+        }
+        let id = RunId::parse("grpo-sweep-3").unwrap();
+        assert_eq!(
+            (id.as_str(), id.to_string()),
+            ("grpo-sweep-3", "grpo-sweep-3".into())
+        );
+        let fresh = RunId::generate(Path::new("configs/GRPO_Qwen3.yaml"));
+        assert_eq!(RunId::parse(&fresh).unwrap(), fresh);
+        assert!(fresh.starts_with("grpo-qwen3-"), "{fresh}");
     }
 }
