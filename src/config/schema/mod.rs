@@ -27,6 +27,8 @@ mod test_policy;
 #[cfg(test)]
 mod test_reference;
 #[cfg(test)]
+mod test_round_trip;
+#[cfg(test)]
 mod test_schema;
 
 pub use dev::{DEV_COMPONENT_LABEL, DevResources, DevSpec};
