@@ -27,8 +27,9 @@
 //!
 //! `resources.requests`, `resources.limits` and `labels` are overlays on their defaults:
 //! the keys written are added or replaced, the others keep their default, and a key set
-//! to null is removed (`limits: {cpu: null}` drops the CPU limit). Quantities may be
-//! written unquoted (`cpu: 2`, `cpu: 0.5`).
+//! to null is removed (`limits: {cpu: null}` drops the CPU limit), and `to_node` shows it
+//! so (`cpu: null`, after the keys kept). Quantities may be written unquoted (`cpu: 2`,
+//! `cpu: 0.5`).
 
 use super::declare::infra_model;
 use super::models::StrMap;
@@ -78,7 +79,7 @@ infra_model! {
             "set a label key, e.g. `ownerLabel: nrl-k8s/owner`",
         ), or("nrl-k8s/owner".into());
         /// Extra pod labels (defaults overlaid by what the user wrote).
-        labels: StrMap = "labels", labels_overlay, or(default_labels());
+        labels: StrMap = "labels", labels_overlay, or(default_labels()), dump labels_dump;
     }
     read dev, rules dev_rules;
     impl Default;
@@ -87,8 +88,9 @@ infra_model! {
 infra_model! {
     /// `infra.dev.resources`: container requests and limits.
     pub struct DevResources {
-        requests: StrMap = "requests", requests_overlay, or(default_requests());
-        limits: StrMap = "limits", limits_overlay, or(default_limits());
+        requests: StrMap = "requests", requests_overlay, or(default_requests()),
+            dump requests_dump;
+        limits: StrMap = "limits", limits_overlay, or(default_limits()), dump limits_dump;
     }
     read dev_resources;
     impl Default;
@@ -126,6 +128,30 @@ fn requests_overlay(cx: &mut Cx, node: &Node, path: &Path) -> Option<StrMap> {
 
 fn limits_overlay(cx: &mut Cx, node: &Node, path: &Path) -> Option<StrMap> {
     overlay(cx, node, path, &default_limits(), quantity)
+}
+
+fn labels_dump(labels: &StrMap) -> Option<Node> {
+    Some(overlay_dump(labels, &default_labels()))
+}
+
+fn requests_dump(requests: &StrMap) -> Option<Node> {
+    Some(overlay_dump(requests, &default_requests()))
+}
+
+fn limits_dump(limits: &StrMap) -> Option<Node> {
+    Some(overlay_dump(limits, &default_limits()))
+}
+
+/// An overlaid map as written in the dump: its keys, then each default it removed as null,
+/// so that reading the dump back removes that default again.
+fn overlay_dump(map: &StrMap, defaults: &StrMap) -> Node {
+    let removed = defaults.keys().filter(|k| !map.contains_key(*k));
+    Node::from_map(
+        map.iter()
+            .map(|(k, v)| (k.clone(), Node::str(v.as_str())))
+            .chain(removed.map(|k| (k.clone(), Node::null())))
+            .collect(),
+    )
 }
 
 fn dev_rules(cx: &mut Cx, node: &Node, path: &Path, v: DevSpec) -> Option<DevSpec> {

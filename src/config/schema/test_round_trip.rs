@@ -185,3 +185,25 @@ fn reference_infra_files_round_trip() {
         assert_round_trips(name, &infra);
     }
 }
+
+#[test]
+fn dev_overlay_removals_round_trip() {
+    let infra = yaml(
+        "namespace: ns\nimage: img\ndev:\n  labels: {nrl-k8s/component: null, purpose: debug}\n  resources: {requests: {memory: null}, limits: {cpu: null}}\n",
+    );
+    assert_round_trips("dev overlay removals", &infra);
+    // A removed default shows as null, after the keys kept.
+    let dev = ok(validate(&infra)).to_node().get("dev").map(Node::to_json);
+    let dev = dev.unwrap_or_default();
+    assert_eq!(
+        dev["labels"],
+        serde_json::json!({"purpose": "debug", "nrl-k8s/component": null})
+    );
+    assert_eq!(
+        dev["resources"],
+        serde_json::json!({
+            "requests": {"cpu": "100m", "memory": null},
+            "limits": {"memory": "10Gi", "cpu": null},
+        })
+    );
+}
