@@ -237,40 +237,36 @@ fn is_timestamp(text: &str) -> bool {
         })
 }
 
+/// A YAML 1.1 bool or null word: how PyYAML's resolver, OmegaConf's loader and nrl's
+/// emitter all read `yes`, `Off`, `NULL` and the like written plain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Yaml11Word {
+    Bool(bool),
+    Null,
+}
+
+/// The YAML 1.1 bool and null words, the only implicit values that start with a letter.
+/// (`~` and the empty string are null too, but they are not words.)
+pub fn yaml11_word(text: &str) -> Option<Yaml11Word> {
+    match text {
+        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            Some(Yaml11Word::Bool(true))
+        }
+        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            Some(Yaml11Word::Bool(false))
+        }
+        "null" | "Null" | "NULL" => Some(Yaml11Word::Null),
+        _ => None,
+    }
+}
+
 /// Whether PyYAML's resolver (YAML 1.1 implicit types) reads `text` as something other
 /// than a string when written plain: a bool or null word, int, float, timestamp, merge
 /// key (`<<`), value (`=`) or yaml (`!`, `&`, `*`) indicator, or the empty string.
 pub fn is_pyyaml_implicit(text: &str) -> bool {
-    matches!(
-        text,
-        "" | "<<"
-            | "~"
-            | "null"
-            | "Null"
-            | "NULL"
-            | "="
-            | "!"
-            | "&"
-            | "*"
-            | "yes"
-            | "Yes"
-            | "YES"
-            | "no"
-            | "No"
-            | "NO"
-            | "true"
-            | "True"
-            | "TRUE"
-            | "false"
-            | "False"
-            | "FALSE"
-            | "on"
-            | "On"
-            | "ON"
-            | "off"
-            | "Off"
-            | "OFF"
-    ) || is_int(text)
+    matches!(text, "" | "<<" | "~" | "=" | "!" | "&" | "*")
+        || yaml11_word(text).is_some()
+        || is_int(text)
         || is_pyyaml_float(text)
         || is_timestamp(text)
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use granit_parser::{Event, Parser, ScalarStyle};
 
-use super::implicit::{is_float, is_int};
+use super::implicit::{Yaml11Word, is_float, is_int, yaml11_word};
 use super::node::{KeyKind, Map, Node, Value};
 use super::source::{Span, SrcId, source};
 use crate::diag::{Diag, Result};
@@ -69,13 +69,12 @@ pub fn resolve_plain(text: &str) -> Value {
 }
 
 fn is_null(t: &str) -> bool {
-    matches!(t, "" | "~" | "null" | "Null" | "NULL")
+    matches!(t, "" | "~") || yaml11_word(t) == Some(Yaml11Word::Null)
 }
 
 fn parse_bool(t: &str) -> Option<bool> {
-    match t {
-        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Some(true),
-        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
+    match yaml11_word(t) {
+        Some(Yaml11Word::Bool(b)) => Some(b),
         _ => None,
     }
 }

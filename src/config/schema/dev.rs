@@ -27,50 +27,77 @@
 //!
 //! `resources.requests`, `resources.limits` and `labels` are overlays on their defaults:
 //! the keys written are added or replaced, the others keep their default, and a key set
-//! to null is removed (`limits: {cpu: null}` drops the CPU limit). Quantities may be
-//! written unquoted (`cpu: 2`, `cpu: 0.5`).
+//! to null is removed (`limits: {cpu: null}` drops the CPU limit), and `to_node` shows it
+//! so (`cpu: null`, after the keys kept). Quantities may be written unquoted (`cpu: 2`,
+//! `cpu: 0.5`).
 
-use super::dump::{self, Fields};
+use super::declare::infra_model;
 use super::models::StrMap;
 use crate::config::node::{KeyKind, Node, Value, python_float_repr};
 use crate::config::typed::check::*;
 use crate::config::typed::convert::*;
 
-/// `infra.dev`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DevSpec {
-    /// `podName`: `None` means `<user>-dev-pod`.
-    pub pod_name: Option<String>,
-    /// `None` means `infra.image`.
-    pub image: Option<String>,
-    /// `imagePullSecrets`: `None` means `infra.imagePullSecrets`.
-    pub image_pull_secrets: Option<Vec<String>>,
-    /// `pvcName`: the PersistentVolumeClaim mounted as the workspace.
-    pub pvc_name: String,
-    /// `mountPath`: where the workspace PVC is mounted.
-    pub mount_path: String,
-    /// `workingDir`: `None` means `<mountPath>/<user>`.
-    pub working_dir: Option<String>,
-    /// `avoidNodeLabels`: a required node affinity keeps the pod off nodes that carry any
-    /// of these label keys.
-    pub avoid_node_labels: Vec<String>,
-    pub resources: DevResources,
-    /// `envFromSecret`: every key becomes an env var; `None` means `<user>-secrets`.
-    pub env_from_secret: Option<String>,
-    /// The container command; `None` means nrl's keep-alive script.
-    pub command: Option<Vec<String>>,
-    /// `ownerLabel`: the label key whose value is the user.
-    pub owner_label: String,
-    /// Extra pod labels (defaults overlaid by what the user wrote).
-    pub labels: StrMap,
+infra_model! {
+    /// `infra.dev`.
+    pub struct DevSpec {
+        /// `None` means `<user>-dev-pod`.
+        pod_name: Option<String> = "podName", nonblank_str(
+            "name the pod, e.g. `podName: ${user:}-dev`, or delete the line for `<user>-dev-pod`",
+        ), opt;
+        /// `None` means `infra.image`.
+        image: Option<String> = "image", nonblank_str(
+            "set the dev pod's image, or delete the line to use `infra.image`",
+        ), opt;
+        /// `None` means `infra.imagePullSecrets`.
+        image_pull_secrets: Option<Vec<String>> = "imagePullSecrets", str_list, opt;
+        /// The PersistentVolumeClaim mounted as the workspace.
+        pvc_name: String = "pvcName", nonblank_str(
+            "name an existing PersistentVolumeClaim, e.g. `pvcName: rl-workspace`",
+        ), or("rl-workspace".into());
+        /// Where the workspace PVC is mounted.
+        mount_path: String = "mountPath", nonblank_str(
+            "set where the workspace is mounted, e.g. `mountPath: /mnt/rl-workspace`",
+        ), or("/mnt/rl-workspace".into());
+        /// `None` means `<mountPath>/<user>`.
+        working_dir: Option<String> = "workingDir", nonblank_str(
+            "set an absolute directory, or delete the line for `<mountPath>/<user>`",
+        ), opt;
+        /// A required node affinity keeps the pod off nodes that carry any of these label
+        /// keys.
+        avoid_node_labels: Vec<String> = "avoidNodeLabels", str_list,
+            or(vec!["nvidia.com/gpu.product".into()]);
+        resources: DevResources = "resources", dev_resources, or(DevResources::default()),
+            section DevResources;
+        /// Every key becomes an env var; `None` means `<user>-secrets`.
+        env_from_secret: Option<String> = "envFromSecret", nonblank_str(
+            "name a Secret, or delete the line for `<user>-secrets`",
+        ), opt;
+        /// The container command; `None` means nrl's keep-alive script.
+        command: Option<Vec<String>> = "command", str_list, opt;
+        /// The label key whose value is the user.
+        owner_label: String = "ownerLabel", nonblank_str(
+            "set a label key, e.g. `ownerLabel: nrl-k8s/owner`",
+        ), or("nrl-k8s/owner".into());
+        /// Extra pod labels (defaults overlaid by what the user wrote).
+        labels: StrMap = "labels", labels_overlay, or(default_labels()), dump labels_dump;
+    }
+    read dev, rules dev_rules;
+    impl Default;
 }
 
-/// `infra.dev.resources`: container requests and limits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DevResources {
-    pub requests: StrMap,
-    pub limits: StrMap,
+infra_model! {
+    /// `infra.dev.resources`: container requests and limits.
+    pub struct DevResources {
+        requests: StrMap = "requests", requests_overlay, or(default_requests()),
+            dump requests_dump;
+        limits: StrMap = "limits", limits_overlay, or(default_limits()), dump limits_dump;
+    }
+    read dev_resources;
+    impl Default;
 }
+
+/// The label key of the dev pod's component label (its default value is `dev-pod`).
+pub const DEV_COMPONENT_LABEL: &str = "nrl-k8s/component";
 
 fn str_map_of(pairs: &[(&str, &str)]) -> StrMap {
     pairs
@@ -79,113 +106,55 @@ fn str_map_of(pairs: &[(&str, &str)]) -> StrMap {
         .collect()
 }
 
-impl Default for DevResources {
-    fn default() -> Self {
-        DevResources {
-            requests: str_map_of(&[("cpu", "100m"), ("memory", "256Mi")]),
-            limits: str_map_of(&[("cpu", "5"), ("memory", "10Gi")]),
-        }
-    }
+fn default_labels() -> StrMap {
+    str_map_of(&[(DEV_COMPONENT_LABEL, "dev-pod")])
 }
 
-/// The label key of the dev pod's component label (its default value is `dev-pod`).
-pub const DEV_COMPONENT_LABEL: &str = "nrl-k8s/component";
-
-impl Default for DevSpec {
-    fn default() -> Self {
-        DevSpec {
-            pod_name: None,
-            image: None,
-            image_pull_secrets: None,
-            pvc_name: "rl-workspace".into(),
-            mount_path: "/mnt/rl-workspace".into(),
-            working_dir: None,
-            avoid_node_labels: vec!["nvidia.com/gpu.product".into()],
-            resources: DevResources::default(),
-            env_from_secret: None,
-            command: None,
-            owner_label: "nrl-k8s/owner".into(),
-            labels: str_map_of(&[(DEV_COMPONENT_LABEL, "dev-pod")]),
-        }
-    }
+fn default_requests() -> StrMap {
+    str_map_of(&[("cpu", "100m"), ("memory", "256Mi")])
 }
 
-pub(super) const DEV: Shape = Shape {
-    fields: &[
-        "podName",
-        "image",
-        "imagePullSecrets",
-        "pvcName",
-        "mountPath",
-        "workingDir",
-        "avoidNodeLabels",
-        "resources",
-        "envFromSecret",
-        "command",
-        "ownerLabel",
-        "labels",
-    ],
-    sections: &[("resources", &DEV_RESOURCES)],
-};
-const DEV_RESOURCES: Shape = Shape {
-    fields: &["requests", "limits"],
-    sections: &[],
-};
+fn default_limits() -> StrMap {
+    str_map_of(&[("cpu", "5"), ("memory", "10Gi")])
+}
 
-pub(super) fn dev(cx: &mut Cx, node: &Node, path: &Path) -> Option<DevSpec> {
-    let mut o = Obj::open(cx, node, path, &DEV)?;
-    let d = DevSpec::default();
-    let v = DevSpec {
-        pod_name: o.opt(
-            cx,
-            "podName",
-            nonblank_str("name the pod, e.g. `podName: ${user:}-dev`, or delete the line for `<user>-dev-pod`"),
-        ),
-        image: o.opt(
-            cx,
-            "image",
-            nonblank_str("set the dev pod's image, or delete the line to use `infra.image`"),
-        ),
-        image_pull_secrets: o.opt(cx, "imagePullSecrets", str_list),
-        pvc_name: o.or(
-            cx,
-            "pvcName",
-            nonblank_str("name an existing PersistentVolumeClaim, e.g. `pvcName: rl-workspace`"),
-            d.pvc_name,
-        ),
-        mount_path: o.or(
-            cx,
-            "mountPath",
-            nonblank_str("set where the workspace is mounted, e.g. `mountPath: /mnt/rl-workspace`"),
-            d.mount_path,
-        ),
-        working_dir: o.opt(
-            cx,
-            "workingDir",
-            nonblank_str("set an absolute directory, or delete the line for `<mountPath>/<user>`"),
-        ),
-        avoid_node_labels: o.or(cx, "avoidNodeLabels", str_list, d.avoid_node_labels),
-        resources: o.or(cx, "resources", dev_resources, d.resources),
-        env_from_secret: o.opt(
-            cx,
-            "envFromSecret",
-            nonblank_str("name a Secret, or delete the line for `<user>-secrets`"),
-        ),
-        command: o.opt(cx, "command", str_list),
-        owner_label: o.or(
-            cx,
-            "ownerLabel",
-            nonblank_str("set a label key, e.g. `ownerLabel: nrl-k8s/owner`"),
-            d.owner_label,
-        ),
-        labels: o.or(
-            cx,
-            "labels",
-            |cx: &mut Cx, n: &Node, p: &Path| overlay(cx, n, p, &d.labels, strict_str),
-            d.labels.clone(),
-        ),
-    };
-    let v = o.finish(v)?;
+fn labels_overlay(cx: &mut Cx, node: &Node, path: &Path) -> Option<StrMap> {
+    overlay(cx, node, path, &default_labels(), strict_str)
+}
+
+fn requests_overlay(cx: &mut Cx, node: &Node, path: &Path) -> Option<StrMap> {
+    overlay(cx, node, path, &default_requests(), quantity)
+}
+
+fn limits_overlay(cx: &mut Cx, node: &Node, path: &Path) -> Option<StrMap> {
+    overlay(cx, node, path, &default_limits(), quantity)
+}
+
+fn labels_dump(labels: &StrMap) -> Option<Node> {
+    Some(overlay_dump(labels, &default_labels()))
+}
+
+fn requests_dump(requests: &StrMap) -> Option<Node> {
+    Some(overlay_dump(requests, &default_requests()))
+}
+
+fn limits_dump(limits: &StrMap) -> Option<Node> {
+    Some(overlay_dump(limits, &default_limits()))
+}
+
+/// An overlaid map as written in the dump: its keys, then each default it removed as null,
+/// so that reading the dump back removes that default again.
+fn overlay_dump(map: &StrMap, defaults: &StrMap) -> Node {
+    let removed = defaults.keys().filter(|k| !map.contains_key(*k));
+    Node::from_map(
+        map.iter()
+            .map(|(k, v)| (k.clone(), Node::str(v.as_str())))
+            .chain(removed.map(|k| (k.clone(), Node::null())))
+            .collect(),
+    )
+}
+
+fn dev_rules(cx: &mut Cx, node: &Node, path: &Path, v: DevSpec) -> Option<DevSpec> {
     if v.command.as_ref().is_some_and(Vec::is_empty) {
         return super::parse::rule(
             cx,
@@ -197,26 +166,6 @@ pub(super) fn dev(cx: &mut Cx, node: &Node, path: &Path) -> Option<DevSpec> {
         );
     }
     Some(v)
-}
-
-fn dev_resources(cx: &mut Cx, node: &Node, path: &Path) -> Option<DevResources> {
-    let mut o = Obj::open(cx, node, path, &DEV_RESOURCES)?;
-    let d = DevResources::default();
-    let v = DevResources {
-        requests: o.or(
-            cx,
-            "requests",
-            |cx: &mut Cx, n: &Node, p: &Path| overlay(cx, n, p, &d.requests, quantity),
-            d.requests.clone(),
-        ),
-        limits: o.or(
-            cx,
-            "limits",
-            |cx: &mut Cx, n: &Node, p: &Path| overlay(cx, n, p, &d.limits, quantity),
-            d.limits.clone(),
-        ),
-    };
-    o.finish(v)
 }
 
 /// A Kubernetes quantity: text, or a number written unquoted (`2`, `0.5`).
@@ -271,39 +220,4 @@ fn overlay(
         }
     }
     ok.then_some(out)
-}
-
-impl DevResources {
-    pub fn to_node(&self) -> Node {
-        Fields::new()
-            .put("requests", dump::str_map(&self.requests))
-            .put("limits", dump::str_map(&self.limits))
-            .done()
-    }
-}
-
-impl DevSpec {
-    /// Every field in declaration order, nulls where nrl derives the value.
-    pub fn to_node(&self) -> Node {
-        Fields::new()
-            .put("podName", dump::str_or_null(&self.pod_name))
-            .put("image", dump::str_or_null(&self.image))
-            .put(
-                "imagePullSecrets",
-                dump::opt_node(&self.image_pull_secrets, |l| dump::str_list(l)),
-            )
-            .put("pvcName", Node::str(self.pvc_name.as_str()))
-            .put("mountPath", Node::str(self.mount_path.as_str()))
-            .put("workingDir", dump::str_or_null(&self.working_dir))
-            .put("avoidNodeLabels", dump::str_list(&self.avoid_node_labels))
-            .put("resources", self.resources.to_node())
-            .put("envFromSecret", dump::str_or_null(&self.env_from_secret))
-            .put(
-                "command",
-                dump::opt_node(&self.command, |l| dump::str_list(l)),
-            )
-            .put("ownerLabel", Node::str(self.owner_label.as_str()))
-            .put("labels", dump::str_map(&self.labels))
-            .done()
-    }
 }

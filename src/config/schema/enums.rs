@@ -45,6 +45,12 @@ macro_rules! str_enum {
                 f.write_str(self.as_str())
             }
         }
+
+        impl super::dump::Dump for $name {
+            fn dump(&self) -> crate::config::node::Node {
+                crate::config::node::Node::str(self.as_str())
+            }
+        }
     };
 }
 

@@ -13,6 +13,7 @@
 //! an optional `dev:` section configures the dev pod (see [`DevSpec`]), absent from
 //! `to_node` unless the config sets it.
 
+mod declare;
 mod dev;
 mod dump;
 mod enums;
@@ -25,6 +26,8 @@ mod test_dev;
 mod test_policy;
 #[cfg(test)]
 mod test_reference;
+#[cfg(test)]
+mod test_round_trip;
 #[cfg(test)]
 mod test_schema;
 
@@ -39,7 +42,7 @@ use crate::diag::{Diag, Result};
 /// here a missing namespace is an ordinary required-field error.
 pub fn validate(infra: &Node) -> Result<InfraConfig> {
     let mut cx = crate::config::typed::check::Cx::default();
-    let cfg = parse::infra(&mut cx, infra, &crate::config::typed::check::Path::ROOT);
+    let cfg = models::infra(&mut cx, infra, &crate::config::typed::check::Path::ROOT);
     match cfg {
         Some(cfg) if cx.errors.is_empty() => Ok(cfg),
         _ => Err(report(cx.errors)),

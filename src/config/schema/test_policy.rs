@@ -333,6 +333,30 @@ mod enums_and_unknown_keys {
         );
     }
 
+    /// Only sections with one obvious home are hints: `resources`, its profiles and the
+    /// `kuberay` roles are not, so `training:` too high means `kuberay.training`.
+    #[test]
+    fn section_hints_skip_the_per_role_sections() {
+        let e = err(validate(&min_plus("training: {name: t}\n")));
+        assert!(
+            help(&e).contains("`training` belongs under `infra.kuberay`"),
+            "{}",
+            help(&e)
+        );
+        let e = err(validate(&min_plus("resources: {head: {}}\n")));
+        assert!(
+            help(&e).contains("accepts only: training, generation, gym"),
+            "{}",
+            help(&e)
+        );
+        let e = err(validate(&min_plus("kuberay: {name: x}\n")));
+        assert!(
+            help(&e).contains("accepts only: training, generation, gym"),
+            "{}",
+            help(&e)
+        );
+    }
+
     #[test]
     fn unknown_key_label_points_at_the_key() {
         let e = err(validate(&min_plus(

@@ -7,20 +7,20 @@ use crate::config::node::Map;
 
 const GOLDEN_BUNDLE: &str =
     include_str!("../../../tests/data/reference/nrl-k8s-golden/qwen3_30b.check_bundle.yaml");
-const QWEN3: &str = include_str!(
+pub(super) const QWEN3: &str = include_str!(
     "../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/qwen3_30b_math_4n_4gpu.gb300.infra.yaml"
 );
-const ULTRA_48N: &str = include_str!(
+pub(super) const ULTRA_48N: &str = include_str!(
     "../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/ultra_48n_pipeclean.gb300.infra.yaml"
 );
-const ULTRA_64N: &str = include_str!(
+pub(super) const ULTRA_64N: &str = include_str!(
     "../../../tests/data/reference/nemo-rl/infra/nrl_k8s/examples/ultra_64n_pipeclean.gb300.infra.yaml"
 );
-const SHIPPED_DEFAULTS: &str = include_str!(
+pub(super) const SHIPPED_DEFAULTS: &str = include_str!(
     "../../../tests/data/reference/nemo-rl/infra/nrl_k8s/src/nrl_k8s/defaults/defaults.example.yaml"
 );
 
-fn golden_infra() -> Node {
+pub(super) fn golden_infra() -> Node {
     match yaml(GOLDEN_BUNDLE).get("infra") {
         Some(n) => n.clone(),
         None => panic!("golden bundle has no infra"),
@@ -30,7 +30,7 @@ fn golden_infra() -> Node {
 /// What the loader would hand over for an example file, done by hand for these inputs:
 /// `${user:}` resolved for user alice, escaped `\${` unescaped, `_`-keys dropped and
 /// `infra.namespace=nemo-rl` applied (the golden bundles' environment).
-fn resolved_example(text: &str) -> Node {
+pub(super) fn resolved_example(text: &str) -> Node {
     let text = text.replace("${user:}", "alice").replace("\\${", "${");
     let node = yaml(&text);
     let mut map = Map::new();

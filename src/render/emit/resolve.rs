@@ -2,7 +2,7 @@
 //! `Resolver`, plus nrl's own OmegaConf-dialect loader), and the text PyYAML's
 //! `SafeRepresenter` gives floats and non-string keys.
 
-use crate::config::implicit::is_pyyaml_implicit;
+use crate::config::implicit::{is_pyyaml_implicit, yaml11_word};
 use crate::config::node::{KeyKind, Value, python_float_repr};
 use crate::config::yaml::resolve_plain;
 
@@ -18,7 +18,7 @@ pub(super) fn str_is_implicit_plain(s: &str) -> bool {
         Some(b) if !b"yYnNtTfFoO-+.0123456789<~=!&*".contains(b) => return true,
         // Python's `$` also matches before a final newline.
         Some(b) if b.is_ascii_alphabetic() => {
-            return !is_yaml11_word(s.strip_suffix('\n').unwrap_or(s));
+            return yaml11_word(s.strip_suffix('\n').unwrap_or(s)).is_none();
         }
         Some(_) => {}
     }
@@ -28,34 +28,6 @@ pub(super) fn str_is_implicit_plain(s: &str) -> bool {
         return false;
     }
     matches!(resolve_plain(s), Value::Str(ref t) if t == s)
-}
-
-/// The YAML 1.1 bool and null words, the only implicit values that start with a letter.
-fn is_yaml11_word(s: &str) -> bool {
-    matches!(
-        s,
-        "yes"
-            | "Yes"
-            | "YES"
-            | "no"
-            | "No"
-            | "NO"
-            | "true"
-            | "True"
-            | "TRUE"
-            | "false"
-            | "False"
-            | "FALSE"
-            | "on"
-            | "On"
-            | "ON"
-            | "off"
-            | "Off"
-            | "OFF"
-            | "null"
-            | "Null"
-            | "NULL"
-    )
 }
 
 /// PyYAML `SafeRepresenter.represent_float`.
