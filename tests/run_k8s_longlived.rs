@@ -1,7 +1,7 @@
 //! `nrl run --raycluster` end to end (the real binary, the fake API server, a real Ray
 //! head behind every head pod's dashboard port): clusters, a daemon, training with both
-//! submitters, reuse without drift, `--replace`. A test binary of its own: `--replace`
-//! stops every running job on the (shared) Ray head.
+//! submitters, reuse without drift, `--replace`. With a Ray head of their own: `--replace`
+//! stops every running job on the head.
 
 mod common;
 mod support;
@@ -12,7 +12,7 @@ use assert_cmd::Command;
 use common::repo;
 use serde_json::{Value, json};
 use support::fake_k8s::FakeK8s;
-use support::ray_head::{self, RayHead};
+use support::ray_head::{RayHead, SharedHead};
 
 const QS_RECIPE: &str = "examples/quickstart/recipe.yaml";
 const LL_INFRA: &str = "tests/data/run/longlived.infra.yaml";
@@ -26,12 +26,13 @@ struct World {
     head: &'static RayHead,
 }
 
-/// `--replace` stops every running job on the Ray head the tests share, so the tests of
-/// this binary run one at a time.
+/// `--replace` stops every running job on the head behind the clusters, so these tests
+/// have a head no other test submits to, and run one at a time.
+static HEAD: SharedHead = SharedHead::new();
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn world() -> Option<World> {
-    let head = ray_head::shared()?;
+    let head = HEAD.get()?;
     let fake = FakeK8s::start();
     fake.use_ray_dashboard(Some(head.address()));
     Some(World {

@@ -213,32 +213,52 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-/// The head shared by all tests of this test binary, started on first use.
-///
-/// `None` (after a notice on stderr) when Ray is not installed and not under CI; under
-/// `CI=true` a missing Ray fails the test with install instructions.
-pub fn shared() -> Option<&'static RayHead> {
-    static SHARED: OnceLock<Option<Result<RayHead, String>>> = OnceLock::new();
-    let slot = SHARED.get_or_init(|| ray_binary().map(|ray| RayHead::start(&ray)));
-    match slot {
-        None if in_ci() => {
-            panic!("Ray is required under CI=true but was not found; install it: {INSTALL_HINT}")
-        }
-        None => {
-            // Written to the real stderr (libtest captures `eprintln!` of passing tests),
-            // once per test binary.
-            static NOTICE: std::sync::Once = std::sync::Once::new();
-            NOTICE.call_once(|| {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "notice: Ray not found; skipping the tests that need a Ray head. Install it: {INSTALL_HINT}"
-                );
-            });
-            None
-        }
-        Some(Ok(head)) => Some(head),
-        Some(Err(e)) => panic!("could not start a Ray head: {e}"),
+/// A head started on first use and kept until the test process ends (held in a
+/// `static`, which Rust never drops: the supervisor's pipe stops it, see above).
+pub struct SharedHead(OnceLock<Option<Result<RayHead, String>>>);
+
+impl SharedHead {
+    pub const fn new() -> SharedHead {
+        SharedHead(OnceLock::new())
     }
+
+    /// The head, started on the first call.
+    ///
+    /// `None` (after a notice on stderr) when Ray is not installed and not under CI; under
+    /// `CI=true` a missing Ray fails the test with install instructions.
+    pub fn get(&self) -> Option<&RayHead> {
+        let slot = self
+            .0
+            .get_or_init(|| ray_binary().map(|ray| RayHead::start(&ray)));
+        match slot {
+            None if in_ci() => {
+                panic!(
+                    "Ray is required under CI=true but was not found; install it: {INSTALL_HINT}"
+                )
+            }
+            None => {
+                // Written to the real stderr (libtest captures `eprintln!` of passing
+                // tests), once per test process.
+                static NOTICE: std::sync::Once = std::sync::Once::new();
+                NOTICE.call_once(|| {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "notice: Ray not found; skipping the tests that need a Ray head. Install it: {INSTALL_HINT}"
+                    );
+                });
+                None
+            }
+            Some(Ok(head)) => Some(head),
+            Some(Err(e)) => panic!("could not start a Ray head: {e}"),
+        }
+    }
+}
+
+/// The head shared by all tests of this test binary, started on first use (see
+/// [`SharedHead::get`]).
+pub fn shared() -> Option<&'static RayHead> {
+    static SHARED: SharedHead = SharedHead::new();
+    SHARED.get()
 }
 
 /// The ports of one head.
