@@ -3,11 +3,7 @@
 //! reference (`test_manifest::envelope::test_apiversion_and_kind`), plus the rendering
 //! sharp edges of §8 (items 16-23). Fixtures are YAML validated by the real infra schema.
 
-#[path = "render_catalog/fixtures.rs"]
 mod fixtures;
-#[path = "render_catalog/sharp_edges.rs"]
 mod sharp_edges;
-#[path = "render_catalog/test_manifest.rs"]
 mod test_manifest;
-#[path = "render_catalog/test_rayjob.rs"]
 mod test_rayjob;

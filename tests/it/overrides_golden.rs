@@ -10,7 +10,7 @@ use nrl::config::source::{SourceKind, add_source};
 use nrl::config::yaml::parse_source;
 use serde_json::{Value as Json, json};
 
-const GOLDEN: &str = include_str!("data/overrides/hydra_golden.json");
+const GOLDEN: &str = include_str!("../data/overrides/hydra_golden.json");
 
 /// (input, what nrl gives instead — a JSON value or "error", why).
 const PARSE_DIFFS: &[(&str, &str, &str)] = &[
