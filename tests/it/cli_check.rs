@@ -1,9 +1,10 @@
 //! `nrl check` through the binary: outputs, exit codes, and the reference CLI cases of
 //! ref-config-render §7.6 that concern `check`.
 
-use crate::support::data::*;
 use assert_cmd::Command;
 use predicates::prelude::*;
+
+use crate::support::data::*;
 
 fn nrl() -> Command {
     let mut c = Command::cargo_bin("nrl").expect("binary built");

@@ -1,8 +1,9 @@
 //! `nrl doctor` and the doctor rules inside `nrl check`, through the binary.
 
-use crate::support::data::*;
 use assert_cmd::Command;
 use predicates::prelude::*;
+
+use crate::support::data::*;
 
 fn nrl() -> Command {
     let mut c = Command::cargo_bin("nrl").expect("binary built");

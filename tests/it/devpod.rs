@@ -5,12 +5,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::support::data::*;
 use nrl::config::env::MapEnv;
 use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::launch::check::{bundle, check};
 use nrl::render::devpod::dev_pod;
 use nrl::render::validate::validate_object;
+
+use crate::support::data::*;
 
 const USER_DEFAULTS: &str = "\
 infra:
@@ -84,7 +85,7 @@ fn a_set_dev_section_shows_in_the_bundle_infra() {
 }
 
 /// The reference example pairs never mention `dev:`, so their bundles stay exactly the
-/// reference's (tests/parity.rs compares them in full); here: no `dev` key at all.
+/// reference's (tests/it/parity.rs compares them in full); here: no `dev` key at all.
 #[test]
 fn without_a_dev_section_the_bundle_has_no_dev_key() {
     let req = golden_request(TRIVIAL_RECIPE, "qwen3_30b_math_4n_4gpu");

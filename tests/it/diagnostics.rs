@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::support::data::golden_env;
 use nrl::config::layers::LoadRequest;
 use nrl::diag::Diag;
+
+use crate::support::data::golden_env;
 
 const DIR: &str = "tests/data/diag";
 

@@ -1,7 +1,6 @@
 //! Silencing doctor findings: `# nrl: allow` comments (same line, line above, file-wide)
 //! and `doctor.allow` in user defaults.
 
-use crate::support::data;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,6 +9,8 @@ use nrl::config::layers::LoadRequest;
 use nrl::doctor::allow::AllowedBy;
 use nrl::doctor::{self, Report};
 use nrl::launch::check::check;
+
+use crate::support::data;
 
 fn base(name: &str) -> String {
     data::repo()

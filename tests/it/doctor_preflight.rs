@@ -3,11 +3,9 @@
 //! are reported, and a namespace with everything present is clean. The preflight only
 //! reads (and asks access reviews).
 
-use crate::support::data;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::support::fake_k8s::{FakeK8s, FaultAction, FaultMatch};
 use nrl::config::node::Node;
 use nrl::doctor::{self, Report};
 use nrl::k8s::{ConnectOptions, K8s};
@@ -15,6 +13,9 @@ use nrl::launch::check::{Checked, check};
 use nrl::launch::rayjob::rayjob_manifest;
 use nrl::render::rayjob::RayJobOptions;
 use serde_json::json;
+
+use crate::support::data;
+use crate::support::fake_k8s::{FakeK8s, FaultAction, FaultMatch};
 
 const NS: &str = "team-rl";
 

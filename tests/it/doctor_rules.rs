@@ -3,15 +3,16 @@
 //! `infra.yaml` pair through `defaults:`), snapshots of the report, and the reference
 //! examples.
 
-use crate::support::data;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::support::data::{golden_env, golden_request};
 use nrl::config::env::MapEnv;
 use nrl::config::layers::LoadRequest;
 use nrl::doctor::{self, Options, Report, Severity};
 use nrl::launch::check::{Checked, check};
+
+use crate::support::data;
+use crate::support::data::{golden_env, golden_request};
 
 const DIR: &str = "tests/data/doctor";
 

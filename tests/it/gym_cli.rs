@@ -1,7 +1,8 @@
 //! `nrl gym render` and the offline behaviour of the other commands, through the binary.
 
-use crate::support::data;
 use std::time::Duration;
+
+use crate::support::data;
 
 fn nrl() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("nrl").unwrap();

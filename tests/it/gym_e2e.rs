@@ -2,17 +2,18 @@
 //! one failing, give the right table, logs and exit code; cancel deletes the run's Jobs
 //! and Secret; the ref §5.1 submit tests (record, apply failure, apply timeout).
 
-use crate::support::data;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::fake_k8s::{FakeK8s, FaultAction, FaultMatch, JobScript};
 use nrl::config::env::MapEnv;
 use nrl::gym::GymLoadRequest;
 use nrl::gym::ops::apply::ApplySettings;
 use nrl::gym::session;
 use nrl::gym::state::Phase;
 use serde_json::Value as Json;
+
+use crate::support::data;
+use crate::support::fake_k8s::{FakeK8s, FaultAction, FaultMatch, JobScript};
 
 const CONFIG: &str = "tests/data/gym/e2e_three.yaml";
 const TOKEN: &str = "hf_e2e_secret_token";

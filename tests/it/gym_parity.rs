@@ -2,11 +2,12 @@
 //! of §6 renders to the Job of §2.8, JSON-equal and in the same key order, with the one
 //! deliberate difference written into the expected file (secrets by reference, §7 #1).
 
-use crate::support::data;
 use base64::Engine;
 use nrl::config::env::MapEnv;
 use nrl::gym::{RunMeta, load_text};
 use serde_json::Value as Json;
+
+use crate::support::data;
 
 const RUN_ID: &str = "gym-job-20260901T120000Z-a1b2c3";
 const R: &str = "/mnt/gym-output/gym-job-20260901T120000Z-a1b2c3/gpqa";

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::fake_k8s::FakeK8s;
 use indexmap::IndexMap;
 use nrl::config::env::MapEnv;
 use nrl::config::layers::{LoadRequest, LoadedConfig, load};
@@ -18,6 +17,8 @@ use nrl::launch::cluster::{EnsureOptions, ensure_cluster};
 use nrl::launch::dashboard::dashboard_session;
 use nrl::launch::submit::exec::{self, ExecLaunch, ExecState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::fake_k8s::FakeK8s;
 
 const INFRA: &str = "\
 namespace: default

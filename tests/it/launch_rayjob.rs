@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::support::data::golden_env;
 use nrl::config::layers::{LoadRequest, LoadedConfig, load};
 use nrl::config::source::{SourceKind, Span, add_source};
 use nrl::diag::Diag;
 use nrl::launch::check::check;
 use nrl::launch::rayjob::{rayjob_manifest, validated_rayjob_manifest};
 use nrl::render::rayjob::RayJobOptions;
+
+use crate::support::data::golden_env;
 
 const INFRA: &str = "\
 namespace: team-ns

@@ -2,13 +2,14 @@
 //! YAML/JSON equals the golden document by document (DESIGN §3 "Render"). RayJob dry runs
 //! differ only in `spec.entrypoint`, which carries nrl's staging preamble.
 
-use crate::support::data::*;
 use nrl::config::layers::load;
 use nrl::config::schema::Role;
 use nrl::launch::check::{bundle, check};
 use nrl::launch::rayjob::rayjob_manifest;
 use nrl::render::rayjob::RayJobOptions;
 use nrl::render::targets::{parse_targets, up_manifests};
+
+use crate::support::data::*;
 
 const PAIRS: &[(&str, &str, &str)] = &[
     ("qwen3_30b", QWEN_RECIPE, "qwen3_30b_math_4n_4gpu"),

@@ -1,14 +1,15 @@
-//! `nrl job …` and the Ray client against a real Ray head on 127.0.0.1 (one per test
-//! binary, see `support::ray_head`). Skipped with a notice when Ray is not installed,
+//! `nrl job …` and the Ray client against a real Ray head on 127.0.0.1 (the one the test
+//! run shares, see `support::ray_head`). Skipped with a notice when Ray is not installed,
 //! failed under `CI=true`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::ray_head::{self, RayHead};
 use assert_cmd::Command;
 use futures::StreamExt;
 use nrl::ray::{JobStatus, RayClient, RayClientOptions, SubmitRequest, UploadSet};
+
+use crate::support::ray_head::{self, RayHead};
 
 fn head() -> Option<&'static RayHead> {
     ray_head::shared()

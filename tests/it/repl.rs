@@ -5,19 +5,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use serde_json::json;
+
+use crate::support::data::repo;
 use crate::support::fake_k8s::FakeK8s;
 use crate::support::terminal::{CTRL_C, CTRL_D, TAB, Terminal, UP};
-use serde_json::json;
 
 /// The first prompt; later ones follow output on a new line (a bare `nrl> ` also shows
 /// up whenever the editor redraws the line being typed).
 const FIRST_PROMPT: &str = "nrl> ";
 const PROMPT: &str = "\nnrl> ";
 const PLAN_PROMPT: &str = "\nnrl[plan]> ";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// `nrl repl` in the repository, with a private state directory (history) and no
 /// colour; `KUBECONFIG` points nowhere unless a test sets it.

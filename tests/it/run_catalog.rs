@@ -6,10 +6,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::data::repo;
-use crate::support::fake_k8s::{ClusterFate, FakeK8s, RayJobScript};
 use assert_cmd::Command;
 use serde_json::Value;
+
+use crate::support::data::repo;
+use crate::support::fake_k8s::{ClusterFate, FakeK8s, RayJobScript};
 
 /// A recipe with an inline `infra:` block, as the reference's CLI tests write them.
 fn recipe(dir: &Path, infra: &str) -> String {
@@ -250,7 +251,7 @@ fn rayjob_stopped_job_exits_1() {
 }
 
 /// Regression of ref §11 C1: `ValidationFailed` is terminal; the reference kept polling
-/// for up to 24 h. (`Suspended` is not: issue 14 item 5, see `tests/launch_rayjob.rs`.)
+/// for up to 24 h. (`Suspended` is not: issue 14 item 5, see `tests/it/launch_rayjob.rs`.)
 #[test]
 fn rayjob_validation_failed_is_terminal() {
     let terminal = "ValidationFailed";

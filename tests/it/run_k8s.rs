@@ -5,11 +5,12 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use assert_cmd::Command;
+use serde_json::Value;
+
 use crate::support::data::repo;
 use crate::support::fake_k8s::FakeK8s;
 use crate::support::ray_head::{self, RayHead};
-use assert_cmd::Command;
-use serde_json::Value;
 
 const QS_RECIPE: &str = "examples/quickstart/recipe.yaml";
 const DRA_INFRA: &str = "tests/data/run/quickstart-dra.infra.yaml";

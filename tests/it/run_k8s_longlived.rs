@@ -5,11 +5,12 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
 use crate::support::data::repo;
 use crate::support::fake_k8s::FakeK8s;
 use crate::support::ray_head::{RayHead, SharedHead};
-use assert_cmd::Command;
-use serde_json::{Value, json};
 
 const QS_RECIPE: &str = "examples/quickstart/recipe.yaml";
 const LL_INFRA: &str = "tests/data/run/longlived.infra.yaml";

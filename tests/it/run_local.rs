@@ -2,15 +2,16 @@
 //! head (`--ray-address`), failures, Ctrl-C, `--dry-run`, and the run records. Every
 //! test has its own HOME / cache directory.
 
-use crate::support;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::data::{parse_doc, repo};
 use assert_cmd::Command;
 use serde_json::Value;
+
+use crate::support;
+use crate::support::data::{parse_doc, repo};
 
 const QUICKSTART: [&str; 4] = [
     "run",

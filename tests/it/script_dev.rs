@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use nrl::config::env::MapEnv;
+
 use crate::support::dev_env::{DevEnv, SECRET};
 use crate::support::script_host::{Run, run_with};
-use nrl::config::env::MapEnv;
 
 /// Run `text` as user alice with `env`'s home (its user defaults) and cluster.
 fn run_in(env: &DevEnv, workdir: &Path, text: &str, dry_run: bool) -> Run {

@@ -2,16 +2,17 @@
 //! dashboard behind the head pods) and `scripts/dev_loop.rhai` in a dev pod on the fake
 //! and as a local run. Their plans are snapshot-tested in `script_cli.rs`.
 
-use crate::support;
 use std::path::Path;
 use std::sync::Arc;
 
+use nrl::config::env::MapEnv;
+use nrl::diag::Exit;
+
+use crate::support;
 use crate::support::dev_env::DevEnv;
 use crate::support::fake_k8s::{ClusterFate, FakeK8s};
 use crate::support::script_host::{Run, repo, run_with};
 use crate::support::stub_ray::StubRay;
-use nrl::config::env::MapEnv;
-use nrl::diag::Exit;
 
 /// Run a playbook from `scripts/` in-process with `args`, as user alice.
 fn playbook(name: &str, args: &[&str], setup: impl FnOnce(&mut nrl::script::HostOptions)) -> Run {

@@ -1,6 +1,6 @@
 //! The `ray` built-ins, `nrl/postmortem` and `scripts/postmortem.rhai` against a real Ray
-//! head on 127.0.0.1 (one per test binary, see `support::ray_head`). Skipped with a notice
-//! when Ray is not installed, failed under `CI=true`.
+//! head on 127.0.0.1 (the one the test run shares, see `support::ray_head`). Skipped with a
+//! notice when Ray is not installed, failed under `CI=true`.
 
 use crate::support::ray_head::{self, RayHead};
 use crate::support::script_host;

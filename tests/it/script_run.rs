@@ -2,13 +2,14 @@
 //! Ctrl-C), on a real Ray head (skipped with a notice when Ray is not installed, failed
 //! under `CI=true`), the run records, and plan mode. Every test has its own cache.
 
-use crate::support;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::script_host::{Run, run_with};
 use nrl::config::env::MapEnv;
+
+use crate::support;
+use crate::support::script_host::{Run, run_with};
 
 const LOAD: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml", overrides: args.overrides});"#;
 

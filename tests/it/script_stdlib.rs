@@ -1,8 +1,9 @@
 //! The embedded stdlib (`import "nrl/…"`) and module resolution.
 
+use nrl::script::resolver::STDLIB;
+
 use crate::support::script_host;
 use crate::support::script_host::{output_of, plan, run, run_with};
-use nrl::script::resolver::STDLIB;
 
 #[test]
 fn every_stdlib_module_imports() {

@@ -1,7 +1,8 @@
 //! The `util`, `data` and `interact` built-ins, and the engine's limits, through scripts.
 
-use crate::support::script_host::{output_of, plan, repo, run, run_with};
 use nrl::diag::Exit;
+
+use crate::support::script_host::{output_of, plan, repo, run, run_with};
 
 #[test]
 fn env_reads_the_host_environment_with_fallbacks() {

@@ -1,16 +1,10 @@
 //! Running `nrl` against a fake API server.
 
-#![allow(dead_code)]
-
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+pub use crate::support::data::repo;
 pub use crate::support::fake_k8s::*;
-
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 pub fn recipe() -> String {
     repo()

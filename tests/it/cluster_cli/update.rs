@@ -1,7 +1,7 @@
 //! `cluster up` over a RayCluster that exists (issue 14 item 4): ready means the change
 //! took effect. KubeRay keeps `state: ready` through scale-ups and scale-downs, counts
 //! terminating pods, and never rolls pod-template edits into running pods, and the fake
-//! does the same (tests/support/fake_k8s/sim/kuberay.rs).
+//! does the same (tests/it/support/fake_k8s/sim/kuberay.rs).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

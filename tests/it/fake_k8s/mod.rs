@@ -1,4 +1,4 @@
-//! Tests of the fake Kubernetes API server in `tests/support/fake_k8s`, driven through kube-rs
+//! Tests of the fake Kubernetes API server in `tests/it/support/fake_k8s`, driven through kube-rs
 //! itself, so the fake is held to what a real client expects.
 
 mod common;

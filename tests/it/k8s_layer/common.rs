@@ -1,8 +1,6 @@
 //! Shared helpers: a fake server with an `nrl::k8s::K8s` connected to it, objects to
 //! apply, and a TCP proxy that can cut every open connection (to drop streams).
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! entrypoint it is given into `spec.entrypoint` unchanged. nrl's staging preamble (run
 //! id, `launch.env`, the resolved recipe) is added one level up, by
 //! `launch::rayjob::rayjob_manifest`, which these cases do not go through (see
-//! tests/launch_rayjob.rs for that path).
+//! tests/it/launch_rayjob.rs for that path).
 
 use indexmap::IndexMap;
 use nrl::render::rayjob::RayJobOptions;

@@ -1,5 +1,4 @@
 //! Helpers shared by integration tests: reference data paths and a hermetic environment.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

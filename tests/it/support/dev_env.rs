@@ -1,5 +1,4 @@
 //! Shared helpers: a fake cluster plus a hermetic environment for the `nrl` binary.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

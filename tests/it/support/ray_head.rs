@@ -20,7 +20,6 @@
 //! heads cannot collide. `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` keeps Ray on 127.0.0.1
 //! (without it Ray swaps 127.0.0.1 for the eth0 address), `RAY_USAGE_STATS_ENABLED=0`
 //! and `--disable-usage-stats` keep it from phoning home.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -101,7 +100,6 @@ shutil.rmtree(tmp, ignore_errors=True)
 /// One running head.
 pub struct RayHead {
     address: String,
-    dashboard_port: u16,
     temp_dir: PathBuf,
     supervisor: Mutex<Option<Child>>,
     stdin: Mutex<Option<ChildStdin>>,
@@ -144,7 +142,6 @@ impl RayHead {
         let stdout = child.stdout.take();
         let head = RayHead {
             address: format!("http://127.0.0.1:{}", ports.dashboard),
-            dashboard_port: ports.dashboard,
             temp_dir: temp_dir.clone(),
             supervisor: Mutex::new(Some(child)),
             stdin: Mutex::new(stdin),
@@ -162,10 +159,6 @@ impl RayHead {
     /// The dashboard URL, `http://127.0.0.1:<port>`.
     pub fn address(&self) -> &str {
         &self.address
-    }
-
-    pub fn dashboard_port(&self) -> u16 {
-        self.dashboard_port
     }
 
     /// Stop the head and wait for the supervisor to finish (idempotent).
@@ -254,8 +247,8 @@ impl SharedHead {
     }
 }
 
-/// The head shared by all tests of this test binary, started on first use (see
-/// [`SharedHead::get`]).
+/// The head the whole test run shares (one test binary, so one head per `cargo test`),
+/// started on first use (see [`SharedHead::get`]).
 pub fn shared() -> Option<&'static RayHead> {
     static SHARED: SharedHead = SharedHead::new();
     SHARED.get()

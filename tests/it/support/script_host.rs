@@ -1,8 +1,7 @@
 //! Running Rhai scripts in-process for tests: captured output, a hermetic environment
 //! (user alice, no user defaults), the repository as working directory.
-#![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,9 +9,7 @@ use nrl::config::env::MapEnv;
 use nrl::diag::{Diag, Exit};
 use nrl::script::{CapturedOutput, Host, HostOptions, Outcome, run_source};
 
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use super::data::repo;
 
 /// The environment scripts see in tests.
 pub fn test_env() -> MapEnv {

@@ -1,8 +1,6 @@
 //! A stand-in Ray dashboard (the job REST API subset nrl uses), on its own thread, for
 //! tests that need a dashboard behind the head pods but not a real Ray.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 

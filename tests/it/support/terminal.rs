@@ -1,7 +1,6 @@
 //! A program driven through a pseudo-terminal, as a person at a keyboard would: keys
 //! go in, everything the program draws is collected (escape sequences removed) and
 //! tests wait for text to appear.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;

@@ -75,6 +75,8 @@
 //! - Deployments create pods directly (no ReplicaSet objects). A RayJob in `K8sJobMode`
 //!   gets no submitter Job: every mode is run by the job runner as if `HTTPMode`.
 //!   `activeDeadlineSeconds` is not enforced. Continue tokens never expire.
+// A fake server's API (and its re-exports) is wider than today's tests use, and the
+// gym_submit bench uses only a corner of it.
 #![allow(dead_code, unused_imports)]
 
 pub mod access;
