@@ -18,9 +18,13 @@
 //!   150 ms to start and 300 ms to run). One watch on Jobs, one list, 502 applies. Peak RSS
 //!   of nrl 58 MiB (release), 73 MiB (dev).
 
-#[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
-mod support;
+// The fake API server of the integration tests (only it, not the other test helpers),
+// reachable at the module path its files use there: `crate::support::fake_k8s`.
+#[path = "../tests/it/support/fake_k8s/mod.rs"]
+mod fake_k8s;
+mod support {
+    pub(crate) use super::fake_k8s;
+}
 
 use std::path::Path;
 use std::process::Command;

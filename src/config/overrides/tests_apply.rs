@@ -506,7 +506,7 @@ fn run_resolving(config: &str, args: &[&str]) -> crate::diag::Result<serde_json:
 
 #[test]
 fn add_and_delete_look_through_interpolations_like_hydra_select() {
-    // Found by the NeMo-RL oracle (tests/nemo_rl_oracle.rs); results from Hydra 1.3.2.
+    // Found by the NeMo-RL oracle (tests/it/nemo_rl_oracle.rs); results from Hydra 1.3.2.
     // `~x` on `x: ${nope}`: select raises, "Error merging override ~x".
     let e = run_resolving("x: ${nope}\n", &["~x"]).unwrap_err();
     assert!(

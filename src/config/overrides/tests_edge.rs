@@ -1,6 +1,6 @@
 //! The override rows of the anchors' edge-case table (§4.7, rows 1-17 and 24-30), one
 //! named test each. Expected results were checked against Hydra 1.3.8 / OmegaConf 2.3.0
-//! (see tests/overrides_golden.rs); rows where nrl differs say so.
+//! (see tests/it/overrides_golden.rs); rows where nrl differs say so.
 
 use super::test_support::*;
 use super::*;

@@ -275,7 +275,7 @@ fn a_process_that_escapes_into_a_new_session_is_ended_and_reaped() {
     assert_eq!(finished.ended, Ended::Exited(0));
     assert_eq!(finished.survivors, Vec::<u32>::new());
     // Ended by the time the run is over. (A test harness is no subreaper: init reaps
-    // it. tests/run_local.rs checks that the nrl binary reaps it itself.)
+    // it. tests/it/run_local.rs checks that the nrl binary reaps it itself.)
     assert!(gone(esc), "escaped process {esc} is still running");
     assert!(
         !gone(bystander.0.id()),

@@ -1,0 +1,611 @@
+//! `nrl check` through the binary: outputs, exit codes, and the reference CLI cases of
+//! ref-config-render §7.6 that concern `check`.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+use crate::support::data::*;
+
+fn nrl() -> Command {
+    let mut c = Command::cargo_bin("nrl").expect("binary built");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NRL_K8S_USER", "alice")
+        .env("HOME", "/nonexistent/nrl-test-home")
+        .env("NO_COLOR", "1")
+        .current_dir(repo());
+    c
+}
+
+fn qwen_args() -> Vec<String> {
+    vec![
+        "check".into(),
+        reference(QWEN_RECIPE).display().to_string(),
+        "--infra".into(),
+        infra_example("qwen3_30b_math_4n_4gpu")
+            .display()
+            .to_string(),
+        "infra.namespace=nemo-rl".into(),
+    ]
+}
+
+#[test]
+fn manifests_only_stream_is_byte_identical_to_the_reference_without_aliases() {
+    let out = nrl()
+        .args(qwen_args())
+        .arg("--manifests-only")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read_to_string(
+        repo().join("tests/data/golden-no-aliases/qwen3_30b.check_manifests_only.yaml"),
+    )
+    .expect("golden");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}
+
+#[test]
+fn bundle_json_is_byte_identical_to_the_reference() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The reference creates missing parent directories of -o; nrl names them instead
+    // (docs/deviations.md, `output_never_replaces_an_input_file`).
+    let out = dir.path().join("bundle.json");
+    let mut args = qwen_args();
+    args[1] = reference(TRIVIAL_RECIPE).display().to_string();
+    nrl()
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "wrote full config + 3 manifest(s) to",
+        ));
+    let got = std::fs::read_to_string(&out).expect("written");
+    let want = std::fs::read_to_string(golden("qwen3_30b.check_bundle.json")).expect("golden");
+    assert_eq!(got, want);
+}
+
+#[test]
+fn manifests_only_to_file_reports_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("m.yaml");
+    nrl()
+        .args(qwen_args())
+        .args(["--manifests-only", "-o"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("wrote 3 manifest(s) to"));
+    assert!(
+        std::fs::read_to_string(&out)
+            .expect("file")
+            .contains("kind: RayCluster")
+    );
+}
+
+#[test]
+fn summary_prints_namespace_image_and_roles() {
+    nrl()
+        .args(qwen_args())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("namespace:   nemo-rl"))
+        .stdout(predicate::str::contains(
+            "training: alice-raycluster-qwen3-30b-math-gb300",
+        ))
+        .stdout(predicate::str::contains(
+            "workers 4x (4 segments x 1) cpu=132 mem=900Gi gpu=16",
+        ))
+        .stdout(predicate::str::contains(
+            "ComputeDomain: compute-domain-alice-raycluster-qwen3-30b-math-gb300-training",
+        ));
+}
+
+/// ref §7.6: summary with a head limit prints `training: rc-t` and `cpu=8`.
+#[test]
+fn summary_of_a_recipe_infra_block() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = dir.path().join("r.yaml");
+    std::fs::write(
+        &r,
+        "infra:\n  namespace: ns-a\n  image: img:1\n  kuberay:\n    training:\n      name: rc-t\n      spec:\n        headGroupSpec:\n          template:\n            spec:\n              containers:\n                - name: h\n                  resources: {limits: {cpu: '8', memory: 32Gi}}\n",
+    )
+    .expect("write");
+    nrl()
+        .arg("check")
+        .arg(&r)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("namespace:   ns-a"))
+        .stdout(predicate::str::contains("training: rc-t"))
+        .stdout(predicate::str::contains("cpu=8"))
+        .stdout(predicate::str::contains("workers (none — head-only)"));
+}
+
+/// ref §7.6: no image → an error (nrl: exit 2, bad input).
+#[test]
+fn missing_image_is_bad_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = dir.path().join("r.yaml");
+    std::fs::write(&r, "infra:\n  namespace: ns-a\n").expect("write");
+    nrl()
+        .arg("check")
+        .arg(&r)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::config::required"))
+        .stderr(predicate::str::contains("`infra.image` is required"));
+}
+
+/// ref §7.6: --infra and a recipe `infra:` both present → error mentioning infra.
+#[test]
+fn infra_twice_is_bad_input() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe-with-infra.yaml",
+            "--infra",
+            "tests/data/diag/base-infra.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::config::infra_twice"));
+}
+
+#[test]
+fn explain_names_layers_and_lines() {
+    nrl()
+        .args(qwen_args())
+        .args([
+            "--explain",
+            "infra.kuberay.training.name",
+            "--explain",
+            "policy.optimizer",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "infra.kuberay.training.name = \"alice-raycluster-qwen3-30b-math-gb300\"",
+        ))
+        .stdout(predicate::str::contains(
+            "qwen3_30b_math_4n_4gpu.gb300.infra.yaml:153:11",
+        ))
+        .stdout(predicate::str::contains(
+            "grpo-qwen3-30ba3b-4n4g.yaml:20:14  null  <- wins",
+        ));
+}
+
+#[test]
+fn explain_of_an_override() {
+    nrl()
+        .args(qwen_args())
+        .args(["--explain", "infra.namespace"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("set by override"))
+        .stdout(predicate::str::contains("infra.namespace=nemo-rl  <- wins"));
+}
+
+#[test]
+fn unknown_override_key_suggests_and_exits_2() {
+    nrl()
+        .args(qwen_args())
+        .arg("grpo.max_num_stepz=3")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "did you mean `grpo.max_num_steps`?",
+        ));
+}
+
+#[test]
+fn schema_error_points_at_the_infra_line() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/schema_nodeselecter.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("schema_nodeselecter.yaml:16:15"))
+        .stderr(predicate::str::contains("did you mean `nodeSelector`?"));
+}
+
+#[test]
+fn no_validate_skips_schema_checks() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/schema_nodeselecter.yaml",
+            "--no-validate",
+            "--manifests-only",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nodeSelecter"));
+}
+
+#[test]
+fn missing_recipe_file_is_bad_input() {
+    nrl()
+        .args(["check", "does/not/exist.yaml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does/not/exist.yaml"));
+}
+
+#[cfg(target_os = "linux")]
+/// nrl holds cluster and Ray tokens: its executable is position-independent, so ASLR
+/// randomises its image like everything else in the process (issue 16 item 8: the
+/// non-PIE link that saved about a millisecond is gone).
+#[test]
+fn the_binary_is_position_independent() {
+    let path = env!("CARGO_BIN_EXE_nrl");
+    let elf = std::fs::read(path).expect("read the nrl binary");
+    assert_eq!(&elf[..4], b"\x7fELF", "{path} is not ELF");
+    // e_type, little-endian: 2 is ET_EXEC (fixed address), 3 is ET_DYN (PIE).
+    assert_eq!(
+        u16::from_le_bytes([elf[16], elf[17]]),
+        3,
+        "nrl is not a PIE"
+    );
+}
+
+#[test]
+fn an_error_far_along_a_minified_line_is_reported_not_a_crash() {
+    // Regression (issue 15 item 2): a span past column 65,535 panicked in the renderer.
+    let d = tempfile::tempdir().unwrap();
+    let recipe = d.path().join("minified.yaml");
+    let filler = "x".repeat(70_000);
+    std::fs::write(
+        &recipe,
+        format!(
+            "{{policy: {{note: {filler}}}, infra: {{namespace: ns, image: img, imagee: x}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = nrl().arg("check").arg(&recipe).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown"), "{err}");
+    assert!(
+        err.contains("characters long: showing columns"),
+        "the line is shown clipped: {err}"
+    );
+    assert!(err.len() < 4_000, "{} bytes of stderr", err.len());
+}
+
+#[cfg(unix)]
+#[test]
+fn defaults_naming_a_fifo_and_an_infra_that_is_a_device_are_refused_at_once() {
+    // Regression (issue 15 item 3): a FIFO in `defaults:` blocked forever and
+    // `--infra /dev/zero` read gigabytes.
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("parent.yaml");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let recipe = d.path().join("recipe.yaml");
+    std::fs::write(
+        &recipe,
+        "defaults: parent.yaml\npolicy: {x: 1}\ninfra: {namespace: ns, image: img}\n",
+    )
+    .unwrap();
+    let out = nrl()
+        .arg("check")
+        .arg(&recipe)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file: a FIFO"), "{err}");
+
+    std::fs::write(&recipe, "policy: {x: 1}\n").unwrap();
+    let out = nrl()
+        .arg("check")
+        .arg(&recipe)
+        .args(["--infra", "/dev/zero"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not a regular file: a character device"),
+        "{err}"
+    );
+}
+
+/// KubeRay's CRDs default a worker group's `minReplicas`/`maxReplicas` and the API server
+/// applies defaults before it checks `required`, so `check` accepts a group without them,
+/// and the manifests leave them out as the reference's do (the server fills them in).
+#[test]
+fn a_worker_group_without_min_and_max_replicas_is_valid() {
+    let out = nrl()
+        .args([
+            "check",
+            "examples/quickstart/recipe.yaml",
+            "--infra",
+            "tests/data/run/quickstart-no-min-max.infra.yaml",
+            "--manifests-only",
+        ])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("groupName: cpu-workers"), "{stdout}");
+    assert!(
+        !stdout.contains("minReplicas") && !stdout.contains("maxReplicas"),
+        "{stdout}"
+    );
+}
+
+/// Pod validation (Kubernetes `validation.go` `validatePodResourceClaim`) refuses a claim
+/// with two sources; the schema cannot say so, `check` does, at the infra line.
+#[test]
+fn a_resource_claim_with_a_claim_and_a_template_is_refused() {
+    nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/claim_both.yaml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::render::server_rule"))
+        .stderr(predicate::str::contains("at most one of"))
+        .stderr(predicate::str::contains("this claim names both"))
+        .stderr(predicate::str::contains("claim_both.yaml:20:19"));
+}
+
+#[test]
+fn output_never_replaces_an_input_file() {
+    // Regression (issue 15 item 6): `check --manifests-only -o infra.yaml` replaced the
+    // infra file it had read; the same for any file of a `defaults:` chain.
+    let d = tempfile::tempdir().unwrap();
+    let parent = d.path().join("parent.yaml");
+    std::fs::write(&parent, "policy: {x: 1}\n").unwrap();
+    let recipe = d.path().join("recipe.yaml");
+    std::fs::write(&recipe, "defaults: parent.yaml\npolicy: {y: 2}\n").unwrap();
+    let infra = d.path().join("infra.yaml");
+    std::fs::write(&infra, "namespace: ns\nimage: img\n").unwrap();
+    for target in [&infra, &recipe, &parent] {
+        let before = std::fs::read_to_string(target).unwrap();
+        let out = nrl()
+            .arg("check")
+            .arg(&recipe)
+            .arg("--infra")
+            .arg(&infra)
+            .args(["--manifests-only", "-o"])
+            .arg(target)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("nrl::io::output_is_input"), "{err}");
+        assert_eq!(std::fs::read_to_string(target).unwrap(), before);
+    }
+    // A missing directory is named, not created.
+    let out = nrl()
+        .arg("check")
+        .arg(&recipe)
+        .arg("--infra")
+        .arg(&infra)
+        .arg("-o")
+        .arg(d.path().join("no/such/dir/bundle.json"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!d.path().join("no").exists());
+}
+
+#[test]
+fn check_fails_where_nemo_rl_reads_a_top_level_value_before_the_merge() {
+    // Issue 14 item 11: NeMo-RL's load_config_with_inheritance fails with
+    // InterpolationKeyError here (checked with tests/oracle/nemo_rl_loader.py), so the
+    // job would crash in the pod: `nrl check` fails first.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("parent.yaml"), "policy:\n  model_name: m\n").expect("write");
+    std::fs::write(
+        dir.path().join("child.yaml"),
+        "defaults: parent.yaml\nmodel_alias: ${policy.model_name}\n",
+    )
+    .expect("write");
+    nrl()
+        .current_dir(dir.path())
+        .args(["check", "child.yaml", "infra.image=i"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nrl::config::read_before_merge"))
+        .stderr(predicate::str::contains(
+            "Interpolation key 'policy.model_name' not found",
+        ));
+}
+
+/// Nine levels of nine-item lists, each aliasing the level below (600 bytes, 9^9 nodes).
+fn alias_bomb() -> String {
+    let mut text = String::from("policy:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..9 {
+        let items = vec![format!("*a{}", level - 1); 9].join(", ");
+        text.push_str(&format!("  a{level}: &a{level} [{items}]\n"));
+    }
+    text
+}
+
+#[test]
+fn an_alias_bomb_is_a_clear_error_naming_the_alias() {
+    // Issue 15 item 1: this recipe took 24 GB in `check`; the loader stops at a budget.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("bomb.yaml"), alias_bomb()).expect("write");
+    let out = nrl()
+        .current_dir(dir.path())
+        .args(["check", "bomb.yaml", "infra.image=i", "infra.namespace=ns"])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn a_written_bundle_that_holds_a_literal_secret_says_so() {
+    // Issue 15 item 7: `check -o` wrote literal secrets into a file without a word, even
+    // with the doctor skipped or the finding silenced.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |infra: &str, out: &str, extra: &[&str]| {
+        let path = dir.path().join(out);
+        let o = nrl()
+            .args([
+                "check",
+                "tests/data/doctor/recipe.yaml",
+                "--infra",
+                infra,
+                "-o",
+            ])
+            .arg(&path)
+            .args(extra)
+            .output()
+            .expect("runs");
+        let stderr =
+            String::from_utf8_lossy(&o.stderr).replace(&dir.path().display().to_string(), "<tmp>");
+        (o.status.code(), stderr)
+    };
+    let (code, stderr) = run(
+        "tests/data/doctor/secret_env.infra.yaml",
+        "bundle.yaml",
+        &["--skip-doctor"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    insta::assert_snapshot!(stderr);
+    let (_, stderr) = run(
+        "tests/data/doctor/secret_env.infra.yaml",
+        "manifests.yaml",
+        &["--manifests-only", "--skip-doctor"],
+    );
+    assert!(
+        stderr.starts_with("warning: <tmp>/manifests.yaml holds 1 secret value(s) in clear"),
+        "{stderr}"
+    );
+    // No secret, no warning.
+    let (code, stderr) = run(
+        "tests/data/doctor/infra.yaml",
+        "clean.yaml",
+        &["--skip-doctor"],
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+}
+
+/// `nrl check … 2>&1 | head -1` panicked (exit 101) in 2 of 8 tries when the reader went
+/// away: a closed stdout or stderr is the reader's choice, and the command ends with its
+/// own exit code (issue 16 item 3).
+#[test]
+fn a_reader_that_goes_away_does_not_make_nrl_panic() {
+    let run = |args: &[String]| {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+            .args(args)
+            .current_dir(repo())
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        // Both read ends closed before nrl writes a byte.
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        child.wait().expect("waits").code()
+    };
+    let mut bad = qwen_args();
+    bad.push("policy.no_such_key=1".into());
+    let mut manifests = qwen_args();
+    manifests.push("--manifests-only".into());
+    for _ in 0..8 {
+        assert_eq!(run(&qwen_args()), Some(0), "summary to a closed stdout");
+        assert_eq!(run(&manifests), Some(0), "manifests to a closed stdout");
+        assert_eq!(run(&bad), Some(2), "an error to a closed stderr");
+    }
+}
+
+/// The README's quick-start commands need no cluster: each one runs here as written
+/// (`cargo run -q --` is the binary under test), so the README cannot drift from nrl.
+#[test]
+fn the_readme_quick_start_commands_run_without_a_cluster() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("read README");
+    let start = readme
+        .find("## Quick start")
+        .expect("a Quick start section");
+    let end = start
+        + readme[start..]
+            .find("\n## Commands")
+            .expect("the next section");
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    let mut pending = String::new();
+    for line in readme[start..end].lines() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        if !in_block || line.trim_start().starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        pending.push_str(line.trim_end_matches('\\').trim());
+        pending.push(' ');
+        if line.ends_with('\\') {
+            continue;
+        }
+        let full = std::mem::take(&mut pending);
+        let mut text = full.trim().to_string();
+        for (k, v) in &vars {
+            text = text.replace(&format!("${k}"), v);
+        }
+        if let Some(rest) = text.strip_prefix("cargo run -q -- ") {
+            commands.push(rest.split_whitespace().map(str::to_string).collect());
+        } else if let Some((k, v)) = text.split_once('=')
+            && !k.contains(' ')
+        {
+            vars.push((k.to_string(), v.to_string()));
+        } else {
+            assert_eq!(text, "make test", "a quick-start line this test cannot run");
+        }
+    }
+    assert_eq!(commands.len(), 4, "{commands:?}");
+    let home = tempfile::tempdir().expect("tempdir");
+    for args in &commands {
+        let out = nrl()
+            .args(args)
+            .env("HOME", home.path())
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "nrl {}\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

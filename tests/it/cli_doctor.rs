@@ -1,0 +1,131 @@
+//! `nrl doctor` and the doctor rules inside `nrl check`, through the binary.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+use crate::support::data::*;
+
+fn nrl() -> Command {
+    let mut c = Command::cargo_bin("nrl").expect("binary built");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NRL_K8S_USER", "alice")
+        .env("HOME", "/nonexistent/nrl-test-home")
+        .env("NO_COLOR", "1")
+        .current_dir(repo());
+    c
+}
+
+fn pair(recipe: &str, infra: &str) -> Vec<String> {
+    vec![
+        format!("tests/data/doctor/{recipe}"),
+        "--infra".into(),
+        format!("tests/data/doctor/{infra}"),
+    ]
+}
+
+#[test]
+fn check_fails_on_doctor_errors_after_printing_its_output() {
+    nrl()
+        .arg("check")
+        .args(pair("gpu_mismatch.recipe.yaml", "infra.yaml"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("namespace:   team-rl"))
+        .stderr(predicate::str::contains("nrl::doctor::gpu_mismatch"))
+        .stderr(predicate::str::contains("doctor: 1 error, 0 warnings"));
+}
+
+#[test]
+fn check_skip_doctor_and_warnings_only() {
+    nrl()
+        .arg("check")
+        .args(pair("gpu_mismatch.recipe.yaml", "infra.yaml"))
+        .arg("--skip-doctor")
+        .assert()
+        .success()
+        .stderr(predicate::str::is_empty());
+    nrl()
+        .arg("check")
+        .args(pair("recipe.yaml", "no_tolerations.infra.yaml"))
+        .arg("--manifests-only")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("apiVersion: ray.io/v1"))
+        .stderr(predicate::str::contains("doctor: 0 errors, 1 warning"));
+    // A clean pair prints nothing extra.
+    nrl()
+        .arg("check")
+        .args(pair("recipe.yaml", "infra.yaml"))
+        .assert()
+        .success()
+        .stderr(predicate::str::is_empty());
+}
+
+#[test]
+fn doctor_offline_reports_and_exits_2_on_errors() {
+    nrl()
+        .args(["doctor", "--offline"])
+        .args(pair("recipe.yaml", "infra.yaml"))
+        .assert()
+        .success()
+        .stdout("doctor: no problems found\n");
+    nrl()
+        .args(["doctor", "--offline"])
+        .args(pair("shell.recipe.yaml", "webhook.infra.yaml"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("nrl::doctor::shell_expansion"))
+        .stdout(predicate::str::contains("nrl::doctor::webhook_conflict"))
+        .stdout(predicate::str::contains("doctor: 4 errors, 0 warnings"));
+}
+
+#[test]
+fn doctor_code_source_flag_enables_the_upload_rules() {
+    nrl()
+        .args(["doctor", "--offline", "--code-source", "upload"])
+        .args(pair("recipe.yaml", "infra.yaml"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("nrl::doctor::upload_unused"))
+        .stdout(predicate::str::contains("--code-source upload"));
+    nrl()
+        .args(["doctor", "--offline", "--code-source", "floppy"])
+        .args(pair("recipe.yaml", "infra.yaml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "expected one of upload, image, lustre",
+        ));
+}
+
+#[test]
+fn doctor_without_a_cluster_shows_the_offline_report_then_fails_with_3() {
+    nrl()
+        .arg("doctor")
+        .args(pair("gpu_fewer.recipe.yaml", "infra.yaml"))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("nrl::doctor::gpu_mismatch"))
+        .stdout(predicate::str::contains(
+            "doctor (offline rules only): 0 errors, 1 warning",
+        ))
+        .stderr(predicate::str::contains("nrl::k8s::"))
+        .stderr(predicate::str::contains("--offline"));
+}
+
+#[test]
+fn doctor_rules_lists_codes_without_a_recipe() {
+    nrl()
+        .args(["doctor", "--rules"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("gpu_mismatch"))
+        .stdout(predicate::str::contains("missing_object"));
+    nrl()
+        .arg("doctor")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("RECIPE"));
+}

@@ -1,0 +1,324 @@
+//! `nrl repl` through the real binary: sessions driven through a pseudo-terminal
+//! (completion, multi-line input, history across sessions, Ctrl-C, a fake cluster) and
+//! piped input (line by line, exit codes).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::support::data::repo;
+use crate::support::fake_k8s::FakeK8s;
+use crate::support::terminal::{CTRL_C, CTRL_D, TAB, Terminal, UP};
+
+/// The first prompt; later ones follow output on a new line (a bare `nrl> ` also shows
+/// up whenever the editor redraws the line being typed).
+const FIRST_PROMPT: &str = "nrl> ";
+const PROMPT: &str = "\nnrl> ";
+const PLAN_PROMPT: &str = "\nnrl[plan]> ";
+
+/// `nrl repl` in the repository, with a private state directory (history) and no
+/// colour; `KUBECONFIG` points nowhere unless a test sets it.
+fn nrl_repl(state: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("nrl"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", state)
+        .env("XDG_STATE_HOME", state.join("state"))
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env("NRL_USER", "alice")
+        .env("KUBECONFIG", state.join("no-kubeconfig"))
+        .current_dir(repo())
+        .arg("repl");
+    cmd
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("nrl-repl-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+#[test]
+fn completion_multi_line_input_and_ctrl_c_in_one_session() {
+    let state = tempdir();
+    let mut t = Terminal::spawn(nrl_repl(state.path()));
+    t.wait_for(FIRST_PROMPT);
+
+    // A built-in: `recip<Tab>` becomes `recipe(`.
+    t.send(b"let cfg = recip").send(TAB);
+    t.wait_for("recipe(");
+    t.line(r#""examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"})"#);
+    t.wait_for(PROMPT);
+    // A method of the variable's type (Config): `cfg.summ<Tab>` becomes `cfg.summary(`.
+    t.send(b"cfg.summ").send(TAB);
+    t.wait_for("cfg.summary(");
+    t.line(")");
+    t.wait_for("training: alice-quickstart");
+    t.wait_for(PROMPT);
+
+    // Unfinished input continues on the next line; the function stays defined.
+    t.line("fn twice(x) {");
+    t.line("  x * 21");
+    t.line("}");
+    t.wait_for(PROMPT);
+    t.line("twice(2)");
+    t.wait_for("42");
+    t.wait_for(PROMPT);
+
+    // Ctrl-C stops a long built-in; the session and its variables survive.
+    t.line(r#"print("sleep" + "ing"); sleep(600)"#);
+    t.wait_for("sleeping");
+    t.send(CTRL_C);
+    t.wait_for("interrupted");
+    t.wait_for(PROMPT);
+    t.line(r#"cfg.namespace + "-still-here""#);
+    t.wait_for("default-still-here");
+    t.wait_for(PROMPT);
+
+    // Ctrl-C at the prompt clears the line; Ctrl-D leaves with 0.
+    t.send(b"this is not rhai").send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    let status = t.wait();
+    assert_eq!(status.code(), Some(0), "{}", t.screen());
+    assert!(!t.screen().contains("syntax error"), "{}", t.screen());
+}
+
+#[test]
+fn history_is_recalled_in_the_next_session() {
+    let state = tempdir();
+    let mut first = Terminal::spawn(nrl_repl(state.path()));
+    first.wait_for(FIRST_PROMPT);
+    first.line(r#""recall" + "ed-" + (6 * 7)"#);
+    first.wait_for("recalled-42");
+    first.wait_for(PROMPT);
+    first.send(CTRL_D);
+    assert_eq!(first.wait().code(), Some(0));
+    let history = state.path().join("state/nrl/history");
+    assert!(
+        std::fs::read_to_string(&history)
+            .unwrap()
+            .contains(r#""recall" + "ed-" + (6 * 7)"#)
+    );
+
+    let mut second = Terminal::spawn(nrl_repl(state.path()));
+    second.wait_for(FIRST_PROMPT);
+    second.send(UP).send(b"\r");
+    second.wait_for("recalled-42");
+    second.wait_for(PROMPT);
+    second.line(":quit");
+    assert_eq!(second.wait().code(), Some(0));
+}
+
+#[test]
+fn a_session_against_the_fake_api_server() {
+    let fake = FakeK8s::start();
+    fake.put(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "demo", "namespace": "default"},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}}},
+            "workerGroupSpecs": []
+        }
+    }));
+    let selector = "ray.io/cluster=demo,ray.io/node-type=head";
+    assert!(
+        fake.wait_until_blocking(std::time::Duration::from_secs(30), |f| {
+            f.field("ray.io/v1", "RayCluster", "default", "demo", "status.state")
+                == Some(json!("ready"))
+                && f.pod_name("default", selector).is_some()
+        })
+    );
+    let head = fake.pod_name("default", selector).unwrap();
+    fake.append_pod_log("default", &head, None, "first line");
+
+    let state = tempdir();
+    let mut cmd = nrl_repl(state.path());
+    cmd.env("KUBECONFIG", fake.kubeconfig_path());
+    let mut t = Terminal::spawn(cmd);
+    t.wait_for(FIRST_PROMPT);
+    t.line(":ctx");
+    t.wait_for("context `fake`, namespace `default`");
+    t.wait_for(PROMPT);
+
+    // Lists print as tables.
+    t.line(r#"k8s::list("RayCluster")"#);
+    let table = t.wait_for(PROMPT);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("demo "))
+        .unwrap_or_else(|| panic!("no row for demo in:\n{table}"));
+    assert!(
+        table.contains("NAME") && table.contains("STATUS"),
+        "{table}"
+    );
+    assert!(row.contains("ready"), "{row}");
+
+    // Tail a pod log: lines arrive as the pod writes them, until the callback says stop.
+    t.line(&format!(
+        r#"k8s::logs("{head}", #{{}}, |l| {{ print("log> " + l); l != "bye" }})"#
+    ));
+    t.wait_for("log> first line");
+    fake.append_pod_log("default", &head, None, "second line");
+    t.wait_for("log> second line");
+    fake.append_pod_log("default", &head, None, "bye");
+    t.wait_for("log> bye");
+    t.wait_for(PROMPT);
+
+    // Plan mode records instead of acting.
+    t.line(":plan on");
+    t.wait_for(PLAN_PROMPT);
+    t.line(r#"k8s::delete("RayCluster", "demo")"#);
+    t.wait_for(PLAN_PROMPT);
+    t.line(":plan off");
+    t.wait_for("RayCluster/demo");
+    t.wait_for(PROMPT);
+    assert!(
+        fake.get("ray.io/v1", "RayCluster", "default", "demo")
+            .is_some()
+    );
+
+    // :ns switches the namespace; a context that does not exist is refused and not kept.
+    t.line(":ns team-b");
+    t.wait_for("context `fake`, namespace `team-b`");
+    t.line(":ctx no-such-context");
+    t.wait_for("context `no-such-context` is not defined");
+    t.wait_for(PROMPT);
+    t.line("k8s::banner()");
+    t.wait_for("context `fake`, namespace `team-b`");
+    // Ctrl-D only at the prompt: typed while the result prints, the terminal is still in
+    // cooked mode and the line discipline swallows it.
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
+}
+
+/// Piped input: evaluated line by line, no prompt; the exit code follows the last input.
+fn piped(input: &str) -> (i32, String, String) {
+    let state = tempdir();
+    let out = assert_cmd::Command::from_std(nrl_repl(state.path()))
+        .write_stdin(input)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("nrl runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn piped_input_runs_line_by_line() {
+    let (code, out, err) = piped(
+        "let x = 20;\nfn add(a,\n        b) {\n  a + b\n}\n\nadd(x, 22)\n[#{a: 1, b: \"x\"}, #{a: 2}]\n#{kind: \"Pod\", apiVersion: \"v1\"}\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "42\na  b\n1  x\n2\napiVersion: v1\nkind: Pod\n");
+    assert!(!out.contains("nrl>") && err.is_empty(), "{err}");
+}
+
+#[test]
+fn piped_exit_codes_follow_the_last_input() {
+    let cases: [(&str, i32); 7] = [
+        ("throw \"early\"\n1 + 1\n", 0),
+        ("1 + 1\nthrow \"late\"\n", 1),
+        ("1 + 1\nlet = 2\n", 2),
+        ("let x = [1,\n", 2),
+        ("exit(4)\nprint(\"not reached\")\n", 4),
+        ("throw \"x\"\n:quit\n", 0),
+        (":nope\n", 2),
+    ];
+    for (input, want) in cases {
+        let (code, out, err) = piped(input);
+        assert_eq!(code, want, "input {input:?}: stderr {err}");
+        assert!(!out.contains("not reached"));
+    }
+    let (_, _, err) = piped(":lod x\n");
+    assert!(err.contains("did you mean :load?"), "{err}");
+}
+
+#[test]
+fn preloaded_files_and_help() {
+    let dir = tempdir();
+    let lib: PathBuf = dir.path().join("lib.rhai");
+    std::fs::write(&lib, "/// Greets.\nfn greet(n) { `hello ${n}` }\n").unwrap();
+    let state = tempdir();
+    let out = assert_cmd::Command::from_std({
+        let mut c = nrl_repl(state.path());
+        c.arg(&lib);
+        c
+    })
+    .write_stdin("greet(\"bob\")\n:help greet\n:doc k8s::list\n")
+    .output()
+    .expect("nrl runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("hello bob\n  greet(n)\n      Greets.\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("k8s::list(kind: string) -> array\n      Every object"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_piped_session_with_130() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let state = tempdir();
+    let mut child = nrl_repl(state.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrl starts");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"print(\"go\"); sleep(600)\nprint(\"not reached\")\n")
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, "go\n");
+    // SAFETY: kill(2) on the child's pid, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "nrl did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(!rest.contains("not reached"), "{rest}");
+    drop(stdin);
+}
+
+#[test]
+fn loading_an_import_cycle_reports_it_and_the_session_goes_on() {
+    // Regression (issue 15 item 10): `:load` of a cycle killed the REPL.
+    let (code, out, err) = piped(":load tests/data/script/cycle/a.rhai\n40 + 2\n");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "42\n");
+    // The renderer wraps long messages: compare without the wrapping.
+    let flat = err.replace("\n  │ ", "");
+    assert!(
+        flat.contains("import cycle: tests/data/script/cycle/a.rhai → tests/data/script/cycle/b.rhai → tests/data/script/cycle/a.rhai"),
+        "{err}"
+    );
+}

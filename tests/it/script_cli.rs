@@ -1,0 +1,408 @@
+//! `nrl script` through the binary: arguments, exit codes, plan mode, diagnostics,
+//! `--builtins`, limits and Ctrl-C.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::script_host::{nrl, repo};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn builtins_lists_every_module_with_signatures_and_docs() {
+    let out = nrl().args(["script", "--builtins"]).assert().success();
+    let out = text(&out.get_output().stdout);
+    for b in nrl::script::builtins::BUILTINS {
+        assert!(
+            out.contains(&format!("\n## {} — ", b.name)),
+            "module {}",
+            b.name
+        );
+    }
+    for (sig, doc) in [
+        (
+            "recipe(path: string, options: map) -> Config",
+            "Load a recipe with options",
+        ),
+        (
+            "Config.set(path: string, value: any)",
+            "the pair is reloaded",
+        ),
+        ("Manifest.kind -> string", "The object's kind"),
+        ("k8s::apply(objects: any) -> any", "Server-side apply"),
+        (
+            "k8s::wait(kind: string, name: string, condition: string, timeout: int) -> any",
+            "\"deleted\"",
+        ),
+        (
+            "Dashboard.submit(spec: map) -> Submission",
+            "Recorded in plan mode",
+        ),
+        (
+            "Dashboard.tail(id: string, callback: fn) -> any",
+            "callback(chunk)",
+        ),
+        (
+            "launch::rayjob(cfg: Config, options: map) -> RayJob",
+            "`ttl`",
+        ),
+        ("RayJob.follow() -> map", "driver log"),
+        ("sleep(seconds: int)", "Ctrl-C cancels"),
+        ("shell(command: string) -> map", "$ command"),
+        (
+            "regex_captures(text: string, pattern: string) -> any",
+            "groups",
+        ),
+        ("exit(code: int)", "exit code"),
+        (
+            "cluster::up(cfg: Config, options: map) -> array",
+            "`targets`",
+        ),
+        ("cluster::status(cfg: Config) -> array", "nrl status"),
+        (
+            "cluster::logs(cfg: Config, role: string, options: map) -> string",
+            "`source`",
+        ),
+        ("cluster::dashboard(name: string) -> Dashboard", "ray"),
+        ("Cluster.status() -> map", "status row"),
+        (
+            "dev::connect_run(command: any) -> map",
+            "#{code, stdout, stderr",
+        ),
+        ("dev::sync_code(paths: any) -> map", "python3"),
+        ("dev::setup_secrets(values: map) -> map", "never printed"),
+        ("doctor::check(cfg: Config) -> array", "offline rules"),
+        (
+            "doctor::finding(code: string, severity: string, message: string, options: map) -> map",
+            "`at`",
+        ),
+        ("doctor::render(findings: array) -> string", "nrl doctor"),
+        ("run::local(cfg: Config, options: map) -> Run", "`quiet`"),
+        (
+            "run::on_ray(cfg: Config, address: string) -> Run",
+            "--ray-address",
+        ),
+        ("run::records() -> array", "newest first"),
+        ("Run.follow() -> string", "follow: false"),
+        ("interactive() -> bool", "terminal"),
+    ] {
+        let at = out
+            .find(sig)
+            .unwrap_or_else(|| panic!("no `{sig}` in:\n{out}"));
+        let after = &out[at..];
+        let entry_end = after.find("\n\n").unwrap_or(after.len());
+        assert!(after[..entry_end].contains(doc), "`{sig}` lacks `{doc}`");
+    }
+    // No undocumented public function.
+    for line in out
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("      "))
+    {
+        let entry = &out[out.find(line).unwrap()..];
+        let next = entry.lines().nth(1).unwrap_or("");
+        assert!(next.starts_with("      "), "`{}` has no doc", line.trim());
+    }
+}
+
+#[test]
+fn arguments_reach_the_script_and_exit_sets_the_code() {
+    let out = nrl()
+        .args(["script", "tests/data/script/args.rhai", "--"])
+        .args([
+            "--recipe",
+            "r.yaml",
+            "--infra=i.yaml",
+            "a.b=1",
+            "+c=2",
+            "extra",
+            "--verbose",
+        ])
+        .args(["--code", "3"])
+        .assert()
+        .code(3);
+    assert_eq!(
+        text(&out.get_output().stdout),
+        "recipe=r.yaml infra=i.yaml verbose=true\noverrides=[\"a.b=1\", \"+c=2\"]\npositional=[\"extra\"]\n"
+    );
+}
+
+#[test]
+fn a_syntax_error_exits_2_with_file_line_and_column() {
+    let out = nrl()
+        .args(["script", "tests/data/script/syntax_error.rhai"])
+        .assert()
+        .code(2);
+    insta::assert_snapshot!("syntax_error", text(&out.get_output().stderr));
+}
+
+#[test]
+fn a_runtime_error_in_an_imported_module_shows_the_call_chain() {
+    let out = nrl()
+        .args(["script", "tests/data/script/runtime_in_module.rhai"])
+        .assert()
+        .code(1);
+    insta::assert_snapshot!("runtime_error_in_module", text(&out.get_output().stderr));
+}
+
+#[test]
+fn plan_of_the_launch_playbook_for_the_quickstart() {
+    let out = nrl()
+        .args(["script", "scripts/launch.rhai", "--dry-run", "--"])
+        .args(["--recipe", "examples/quickstart/recipe.yaml"])
+        .args([
+            "--infra",
+            "examples/quickstart/infra.yaml",
+            "--run-id",
+            "snap-1",
+        ])
+        .arg("grpo.max_num_steps=5")
+        .assert()
+        .success();
+    let o = out.get_output();
+    insta::assert_snapshot!("launch_plan_quickstart", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        "(plan) would follow the driver log of RayJob alice-quickstart\n"
+    );
+}
+
+#[test]
+fn plan_of_the_sweep_playbook() {
+    let out = nrl()
+        .args(["script", "scripts/sweep.rhai", "--dry-run", "--"])
+        .args(["--recipe", "examples/quickstart/recipe.yaml"])
+        .args([
+            "--infra",
+            "examples/quickstart/infra.yaml",
+            "--run-id",
+            "sw",
+        ])
+        .args(["grpo.max_num_steps=2,4", "--concurrency", "2"])
+        .assert()
+        .success();
+    let stdout = text(&out.get_output().stdout);
+    assert!(
+        stdout.contains("1    grpo.max_num_steps=2  PLANNED\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2  apply   RayJob/alice-quickstart-1  namespace default; run sw-1;"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn plan_of_the_disaggregated_first_launch() {
+    let out = nrl()
+        .args([
+            "script",
+            "scripts/disagg_first_launch.rhai",
+            "--dry-run",
+            "--",
+        ])
+        .args(["--recipe", "tests/data/cluster/recipe.yaml"])
+        .args(["--infra", "tests/data/cluster/infra.yaml", "--offline"])
+        .assert()
+        .success();
+    let o = out.get_output();
+    insta::assert_snapshot!("disagg_first_launch_plan", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        "(plan) RayCluster rc-gym is only planned in this dry run: no log to read\n"
+    );
+}
+
+#[test]
+fn plan_of_the_dev_loop_in_the_dev_pod() {
+    let out = nrl()
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["script", "scripts/dev_loop.rhai", "--dry-run", "--"])
+        .args([
+            "--sync",
+            "tests/data/cluster/daemon",
+            "--sync",
+            "no/such/dir",
+        ])
+        .args(["--cmd", "uv run pytest -x tests/unit/algorithms"])
+        .assert()
+        .success();
+    let o = out.get_output();
+    insta::assert_snapshot!("dev_loop_plan", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        "-- round 1: uv run pytest -x tests/unit/algorithms\nwould sync 1 file(s) to alice-dev-pod:.\n"
+    );
+}
+
+#[test]
+fn the_postmortem_playbook_reads_a_saved_log() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("driver.log"),
+        "wandb: View run at https://wandb.ai/t/p/runs/x1\nTraceback (most recent call last):\n  File \"a.py\", line 1\nRuntimeError: boom\n",
+    )
+    .unwrap();
+    let script = repo().join("scripts/postmortem.rhai");
+    let out = nrl()
+        .current_dir(dir.path())
+        .arg("script")
+        .arg(&script)
+        .args(["--", "--log", "driver.log"])
+        .assert()
+        .code(1);
+    assert_eq!(
+        text(&out.get_output().stdout),
+        "wandb: https://wandb.ai/t/p/runs/x1\nlast traceback:\n  Traceback (most recent call last):\n    File \"a.py\", line 1\n  RuntimeError: boom\n"
+    );
+    let json = nrl()
+        .current_dir(dir.path())
+        .arg("script")
+        .arg(&script)
+        .args(["--", "--log", "driver.log", "--json"])
+        .assert()
+        .code(1);
+    let v: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    assert_eq!(v["wandb_url"], "https://wandb.ai/t/p/runs/x1");
+}
+
+#[test]
+fn file_access_outside_the_working_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.rhai"),
+        "print(read_file(\"../../etc/passwd\"));",
+    )
+    .unwrap();
+    let out = nrl()
+        .current_dir(dir.path())
+        .args(["script", "s.rhai"])
+        .assert()
+        .code(1);
+    let err = text(&out.get_output().stderr);
+    assert!(err.contains("is outside the working directory"), "{err}");
+    assert!(err.contains("s.rhai:1:7"), "{err}");
+    assert_eq!(text(&out.get_output().stdout), "");
+}
+
+#[test]
+fn the_operation_limit_stops_an_endless_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("loop.rhai"), "loop {}").unwrap();
+    let out = nrl()
+        .current_dir(dir.path())
+        .args(["script", "loop.rhai", "--max-operations", "100000"])
+        .assert()
+        .code(1);
+    let err = text(&out.get_output().stderr);
+    assert!(err.contains("nrl::script::limit"), "{err}");
+    assert!(err.contains("--max-operations"), "{err}");
+}
+
+#[test]
+fn an_uncaught_throw_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.rhai"), "throw \"nope\";").unwrap();
+    let out = nrl()
+        .current_dir(dir.path())
+        .args(["script", "t.rhai"])
+        .assert()
+        .code(1);
+    assert!(text(&out.get_output().stderr).contains("× nope"));
+}
+
+#[test]
+fn a_missing_script_is_bad_input() {
+    nrl()
+        .args(["script", "tests/data/script/nope.rhai"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn ctrl_c_cancels_a_sleeping_builtin() {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+        .current_dir(repo())
+        .args(["script", "tests/data/script/sleep.rhai"])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "sleeping\n");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // A guard against hanging the suite, not a timing assertion: sleep(60) must not finish.
+    let deadline = Instant::now() + Duration::from_secs(50);
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("nrl script did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(rest, "", "the script went on after Ctrl-C");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted"), "{err}");
+}
+
+#[test]
+fn an_import_cycle_is_a_script_error_naming_the_chain() {
+    // Regression (issue 15 item 10): a → b → a overflowed the stack (exit 134).
+    let out = nrl()
+        .args(["script", "tests/data/script/cycle/a.rhai"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(1);
+    insta::assert_snapshot!("import_cycle", text(&out.get_output().stderr));
+}
+
+#[test]
+fn the_time_limit_stops_loops_and_waits() {
+    // Regression (issue 15 item 12): growth loops cost the square of their size, so
+    // --max-operations alone left them running for minutes; --max-seconds bounds the run.
+    let d = tempfile::tempdir().unwrap();
+    for (name, body) in [
+        ("append", "let a = []; loop { a += [1]; }"),
+        ("nest", "let a = []; loop { a = [a]; }"),
+        ("sleep", "sleep(600);"),
+    ] {
+        let path = d.path().join(format!("{name}.rhai"));
+        std::fs::write(&path, body).unwrap();
+        let started = std::time::Instant::now();
+        let out = nrl()
+            .arg("script")
+            .arg(&path)
+            .args(["--max-seconds", "1"])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains("nrl::script::limit")
+                && err.contains("the script ran longer than its time limit of 1s"),
+            "{name}: {err}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{name} took {:?}",
+            started.elapsed()
+        );
+    }
+}
