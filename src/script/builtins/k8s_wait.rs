@@ -5,9 +5,9 @@ use rhai::EvalAltResult;
 use serde_json::Value as Json;
 
 use crate::diag::Diag;
-use crate::k8s::wait::{
-    Verdict, deployment_available, raycluster_ready, rayjob_terminal_state, str_at,
-};
+use crate::k8s::status::JobStatus;
+use crate::k8s::wait::conditions::{Condition, rayjob_finished};
+use crate::k8s::wait::{Verdict, deployment_available, raycluster_ready, str_at};
 use crate::script::errors::{RhaiResult, usage};
 
 pub type Check = Box<dyn FnMut(Option<&Json>) -> Verdict<Option<Json>> + Send>;
@@ -43,22 +43,24 @@ pub fn condition_check(kind: &str, condition: &str) -> RhaiResult<Check> {
             "Job" => Box::new(move |o| job_verdict(o, true)),
             _ => return Err(no_condition(kind, condition)),
         },
-        "terminal" => {
-            match kind {
-                "RayJob" => Box::new(move |o| {
-                    match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
-                        Some(s) if rayjob_terminal_state(s) => done(o),
-                        _ => Verdict::Pending,
+        "terminal" => match kind {
+            "RayJob" => {
+                let finished = rayjob_finished();
+                Box::new(move |o| {
+                    if finished.matches(o) {
+                        done(o)
+                    } else {
+                        Verdict::Pending
                     }
-                }),
-                "Job" => Box::new(move |o| job_verdict(o, false)),
-                "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
-                    Some("Succeeded" | "Failed") => done(o),
-                    _ => Verdict::Pending,
-                }),
-                _ => return Err(no_condition(kind, condition)),
+                })
             }
-        }
+            "Job" => Box::new(move |o| job_verdict(o, false)),
+            "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
+                Some("Succeeded" | "Failed") => done(o),
+                _ => Verdict::Pending,
+            }),
+            _ => return Err(no_condition(kind, condition)),
+        },
         _ => {
             return Err(usage(
                 "nrl::script::condition",
@@ -83,14 +85,10 @@ fn job_verdict(o: Option<&Json>, ready_only: bool) -> Verdict<Option<Json>> {
     let Some(obj) = o else {
         return Verdict::Pending;
     };
-    let has = |t: &str| {
-        obj.pointer("/status/conditions")
-            .and_then(Json::as_array)
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == t && c["status"] == "True"))
-    };
-    if has("Complete") {
+    let status = JobStatus::of(obj);
+    if status.succeeded() {
         Verdict::Done(Some(obj.clone()))
-    } else if has("Failed") {
+    } else if status.failed().is_some() {
         if ready_only {
             Verdict::Fail(Diag::api("nrl::k8s::job_failed", "the Job failed"))
         } else {
