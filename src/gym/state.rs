@@ -6,6 +6,7 @@ use std::fmt;
 use serde_json::Value as Json;
 
 use super::names::BENCHMARK_LABEL;
+use crate::k8s::status::JobStatus;
 
 /// A benchmark's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,37 +66,27 @@ pub struct BenchStatus {
     pub detail: String,
 }
 
-fn condition<'a>(job: &'a Json, kind: &str) -> Option<&'a Json> {
-    job.pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind && c["status"] == "True")
-}
-
-fn int(job: &Json, ptr: &str) -> i64 {
-    job.pointer(ptr).and_then(Json::as_i64).unwrap_or(0)
-}
-
 /// The phase of a Job, and a detail for failures.
 pub fn job_phase(job: &Json) -> (Phase, String) {
-    if condition(job, "Complete").is_some() {
+    let status = JobStatus::of(job);
+    if status.succeeded() {
         return (Phase::Succeeded, String::new());
     }
-    if let Some(c) = condition(job, "Failed") {
-        let reason = c["reason"].as_str().unwrap_or("Failed");
+    if let Some(c) = status.failed() {
+        let reason = c.reason.as_deref().unwrap_or("Failed");
         let detail = match reason {
             "DeadlineExceeded" => "activeDeadlineSeconds exceeded".to_string(),
             "BackoffLimitExceeded" => "the pod failed".to_string(),
-            other => match c["message"].as_str() {
+            other => match c.message.as_deref() {
                 Some(m) if !m.is_empty() => format!("{other}: {m}"),
                 _ => other.to_string(),
             },
         };
         return (Phase::Failed, detail);
     }
-    if int(job, "/status/ready") > 0 {
+    if status.ready > 0 {
         (Phase::Running, String::new())
-    } else if int(job, "/status/active") > 0 {
+    } else if status.active > 0 {
         (Phase::Starting, String::new())
     } else {
         (Phase::Pending, String::new())

@@ -14,6 +14,7 @@ pub mod objects;
 pub mod portforward;
 pub mod resources;
 pub mod retry;
+pub mod status;
 pub mod terminal;
 pub mod wait;
 pub mod watch;

@@ -5,6 +5,8 @@
 //! Gone) are retried by kube-runtime's watcher with backoff, relisting when needed;
 //! permission errors end the wait at once.
 
+pub mod conditions;
+
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -16,7 +18,9 @@ use serde_json::Value as Json;
 use super::client::K8s;
 use super::errors::{Action, human, to_diag};
 use super::objects::Propagation;
+use super::status::RayClusterStatus;
 use crate::diag::{Diag, Result};
+use conditions::Condition;
 
 /// What a check decides after seeing the object's current state.
 pub enum Verdict<T> {
@@ -242,6 +246,27 @@ impl K8s {
         }
     }
 
+    /// Watch `name` until `condition` holds or `timeout` passes; returns the object as it
+    /// was then (`None` when it does not exist). See [`Self::wait_for`].
+    pub async fn wait_until(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        condition: impl Condition,
+    ) -> Result<Option<Json>> {
+        self.wait_for(ar, ns, name, timeout, what, |o| {
+            if condition.matches(o) {
+                Verdict::Done(o.cloned())
+            } else {
+                Verdict::Pending
+            }
+        })
+        .await
+    }
+
     /// Wait until the object is gone.
     pub async fn wait_deleted(
         &self,
@@ -250,11 +275,9 @@ impl K8s {
         name: &str,
         timeout: Duration,
     ) -> Result<()> {
-        self.wait_for(ar, ns, name, timeout, "deleted", |o| match o {
-            None => Verdict::Done(()),
-            Some(_) => Verdict::Pending,
-        })
-        .await
+        self.wait_until(ar, ns, name, timeout, "deleted", conditions::deleted())
+            .await
+            .map(drop)
     }
 
     /// Delete with foreground propagation and wait until the object is gone, which then
@@ -372,17 +395,20 @@ pub fn condition<'a>(o: &'a Json, kind: &str) -> Option<&'a Json> {
 /// "state=ready, workers ready 1/2 (head: ContainersNotReady)": a RayCluster's progress
 /// towards [`raycluster_ready`], against the worker count its spec asks for.
 pub fn raycluster_progress(o: &Json) -> String {
+    let status = RayClusterStatus::of(o);
     let mut s = format!(
         "state={}, workers ready {}/{}",
-        str_at(o, "/status/state")
+        status
+            .state
+            .as_deref()
             .filter(|s| !s.is_empty())
             .unwrap_or("pending"),
-        int_at(o, "/status/readyWorkerReplicas").unwrap_or(0),
+        status.ready_workers.unwrap_or(0),
         desired_workers(o),
     );
-    if let Some(c) = condition(o, "HeadPodReady")
-        && str_at(c, "/status") != Some("True")
-        && let Some(r) = str_at(c, "/reason").filter(|r| !r.is_empty())
+    if let Some(c) = status.head_pod_ready()
+        && !c.is_true()
+        && let Some(r) = c.reason.as_deref().filter(|r| !r.is_empty())
     {
         s.push_str(&format!(" (head: {r})"));
     }
@@ -395,13 +421,15 @@ pub fn raycluster_progress(o: &Json) -> String {
 /// `utils/consistency.go: InconsistentRayClusterStatus`). So, as
 /// kuberay-and-apiserver-semantics §2.7 derives: state `ready`, `desiredWorkerReplicas`
 /// equal to the count computed from the spec ([`desired_workers`]), `readyWorkerReplicas`
-/// equal to that, and condition `HeadPodReady` True. The counters include terminating
-/// pods: after a scale-down also check the pods ([`raycluster_pods_settled`]).
+/// equal to that, and condition `HeadPodReady` True ([`RayClusterStatus::ready_for`]).
+/// The counters include terminating pods: after a scale-down also check the pods
+/// ([`raycluster_pods_settled`]).
 pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
     let Some(o) = o else {
         return Verdict::Pending;
     };
-    if str_at(o, "/status/state") == Some("suspended") {
+    let status = RayClusterStatus::of(o);
+    if status.is_suspended() {
         // Suspended clusters have no pods and will not become ready by themselves.
         return Verdict::Fail(
             Diag::api(
@@ -414,12 +442,7 @@ pub fn raycluster_ready(o: Option<&Json>) -> Verdict<Json> {
             .help("set `spec.suspend: false` on it (or delete it) and run again"),
         );
     }
-    let want = desired_workers(o);
-    let ready = str_at(o, "/status/state") == Some("ready")
-        && int_at(o, "/status/desiredWorkerReplicas") == Some(want)
-        && int_at(o, "/status/readyWorkerReplicas") == Some(want)
-        && condition_true(o, "HeadPodReady");
-    if ready {
+    if status.ready_for(desired_workers(o)) {
         Verdict::Done(o.clone())
     } else {
         Verdict::Pending
@@ -500,19 +523,12 @@ pub fn deployment_rollout(o: &Json) -> Result<Option<String>> {
     })
 }
 
-/// RayJob deployment states KubeRay never leaves on its own: `Complete`, `Failed`
-/// (`apis/ray/v1/rayjob_types.go: IsJobDeploymentTerminal`) and `ValidationFailed` (the
-/// `Reconcile` switch of `rayjob_controller.go` has no way out of it). `Suspended` is not
-/// one: under Kueue a RayJob waits there for admission and resumes on `suspend: false`.
-pub fn rayjob_terminal_state(s: &str) -> bool {
-    matches!(s, "Complete" | "Failed" | "ValidationFailed")
-}
-
-/// RayJob: done once `status.jobDeploymentStatus` is terminal (`Complete`, `Failed`,
-/// `ValidationFailed`); the caller maps the outcome (and `jobStatus`) to an exit code.
+/// RayJob: done once `status.jobDeploymentStatus` is terminal
+/// ([`conditions::rayjob_finished`]); the caller maps the outcome (and `jobStatus`) to an
+/// exit code.
 pub fn rayjob_terminal(o: Option<&Json>) -> Verdict<Json> {
-    match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
-        Some(s) if rayjob_terminal_state(s) => Verdict::Done(o.cloned().unwrap_or_default()),
+    match o {
+        Some(o) if conditions::rayjob_finished().matches(Some(o)) => Verdict::Done(o.clone()),
         _ => Verdict::Pending,
     }
 }
@@ -701,15 +717,5 @@ mod tests {
             ),
             _ => panic!("expected failure"),
         }
-    }
-
-    #[test]
-    fn terminal_states() {
-        for s in ["Complete", "Failed", "ValidationFailed"] {
-            assert!(rayjob_terminal_state(s));
-        }
-        // Issue 14 item 5: under Kueue a RayJob waits in Suspended for admission.
-        assert!(!rayjob_terminal_state("Running"));
-        assert!(!rayjob_terminal_state("Suspended"));
     }
 }

@@ -20,7 +20,8 @@ use super::records::{RunKind, RunRecord, RunStatus};
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::str_at;
+use crate::k8s::status::RayJobStatus;
+use crate::k8s::wait::conditions::{Condition, deleted, rayjob_finished, rayjob_in};
 use crate::ray::{JobDetails, RayClient, RayClientOptions, stop_job};
 
 /// How long `stop` waits for the job to reach a terminal state.
@@ -76,10 +77,9 @@ async fn target(k8s: Option<&K8s>, record: &RunRecord) -> Result<Target> {
                     exit: exit_of_record(record),
                 });
             };
-            let job = str_at(&rj, "/status/jobStatus").unwrap_or("").to_string();
-            let cluster = str_at(&rj, "/status/rayClusterName")
-                .unwrap_or("")
-                .to_string();
+            let status = RayJobStatus::of(&rj);
+            let job = status.job.clone().unwrap_or_default();
+            let cluster = status.cluster.clone().unwrap_or_default();
             let cluster_alive = !cluster.is_empty()
                 && k8s
                     .get(&by_kind("RayCluster")?, &ns, &cluster)
@@ -94,9 +94,7 @@ async fn target(k8s: Option<&K8s>, record: &RunRecord) -> Result<Target> {
                     },
                 });
             }
-            let id = str_at(&rj, "/status/jobId")
-                .map(str::to_string)
-                .unwrap_or_else(|| submission_id(record));
+            let id = status.job_id.unwrap_or_else(|| submission_id(record));
             Ok(Target::Cluster { ns, cluster, id })
         }
         RunKind::RayclusterPortforward => {
@@ -246,18 +244,18 @@ pub async fn follow_run(
             .unwrap_or_default();
         let ns = record.namespace.clone().unwrap_or_default();
         let rayjobs = by_kind("RayJob")?;
-        let started = k8s.wait_for(&rayjobs, &ns, &name, JOB_START_WAIT, "running", |o| {
-            let dep = o.and_then(|o| str_at(o, "/status/jobDeploymentStatus"));
-            match dep {
-                None if o.is_none() => crate::k8s::Verdict::Done(()),
-                Some(d) if d == "Running" || crate::k8s::wait::rayjob_terminal_state(d) => {
-                    crate::k8s::Verdict::Done(())
-                }
-                _ => crate::k8s::Verdict::Pending,
-            }
-        });
+        let started = k8s.wait_until(
+            &rayjobs,
+            &ns,
+            &name,
+            JOB_START_WAIT,
+            "running",
+            deleted().or(rayjob_in("Running")).or(rayjob_finished()),
+        );
         tokio::select! {
-            r = started => r?,
+            r = started => {
+                r?;
+            }
             _ = cancel.cancelled() => return Ok(Exit::Interrupted),
         }
     }

@@ -9,6 +9,7 @@ use crate::config::schema::Role;
 use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
+use crate::k8s::status::RayClusterStatus;
 use crate::k8s::wait::str_at;
 
 use super::dashboard::dashboard_session_with;
@@ -193,16 +194,8 @@ pub async fn role_status(k8s: &K8s, cfg: &LoadedConfig, role: Role) -> Result<Ro
     let ns = cfg.infra.namespace.as_str();
     let live = k8s.get(&by_kind("RayCluster")?, ns, &cluster.name).await?;
     let pods = cluster_pods(k8s, ns, &cluster.name).await?;
-    let int = |p: &str| {
-        live.as_ref()
-            .and_then(|o| o.pointer(p))
-            .and_then(Json::as_i64)
-            .unwrap_or(0)
-    };
-    let state = live
-        .as_ref()
-        .and_then(|o| str_at(o, "/status/state"))
-        .map(str::to_string);
+    let live_status = live.as_ref().map(RayClusterStatus::of).unwrap_or_default();
+    let state = live_status.state;
     let daemon = match &cluster.daemon {
         None => None,
         Some(d) => {
@@ -250,8 +243,8 @@ pub async fn role_status(k8s: &K8s, cfg: &LoadedConfig, role: Role) -> Result<Ro
         namespace: ns.to_string(),
         exists: live.is_some(),
         state,
-        workers_ready: int("/status/readyWorkerReplicas"),
-        workers_desired: int("/status/desiredWorkerReplicas"),
+        workers_ready: live_status.ready_workers.unwrap_or(0),
+        workers_desired: live_status.desired_workers.unwrap_or(0),
         pods,
         daemon,
     })
@@ -272,15 +265,15 @@ pub struct ClusterRow {
 
 impl ClusterRow {
     pub fn of(rc: &Json) -> ClusterRow {
-        let int = |p: &str| rc.pointer(p).and_then(Json::as_i64).unwrap_or(0);
+        let status = RayClusterStatus::of(rc);
         ClusterRow {
             name: str_at(rc, "/metadata/name").unwrap_or("?").to_string(),
             namespace: str_at(rc, "/metadata/namespace").unwrap_or("").to_string(),
-            state: str_at(rc, "/status/state").map(str::to_string),
+            state: status.state,
             created: str_at(rc, "/metadata/creationTimestamp").map(str::to_string),
             owner: owner_of(rc).map(str::to_string),
-            workers_ready: int("/status/readyWorkerReplicas"),
-            workers_desired: int("/status/desiredWorkerReplicas"),
+            workers_ready: status.ready_workers.unwrap_or(0),
+            workers_desired: status.desired_workers.unwrap_or(0),
         }
     }
 }

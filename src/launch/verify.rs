@@ -17,7 +17,7 @@ use super::records::{RunKind, RunRecord};
 use crate::config::layers::LoadedConfig;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::str_at;
+use crate::k8s::status::{RayClusterStatus, RayJobStatus};
 
 /// The outcome of one point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,18 +213,14 @@ async fn rayjob_view(k8s: &K8s, ns: &str, name: &str) -> JobView {
     };
     match rj {
         Ok(Some(obj)) => {
-            let s = |p: &str| {
-                str_at(&obj, p)
-                    .filter(|v| !v.is_empty())
-                    .map(str::to_string)
-            };
-            let deployment = s("/status/jobDeploymentStatus").unwrap_or_else(|| "New".into());
+            let status = RayJobStatus::of(&obj);
+            let deployment = status.deployment.as_deref().unwrap_or("New");
             JobView {
-                status: s("/status/jobStatus"),
-                detail: s("/status/message").unwrap_or_default(),
-                finished: crate::k8s::wait::rayjob_terminal_state(&deployment),
-                end_time: s("/status/endTime"),
-                cluster: s("/status/rayClusterName"),
+                finished: status.is_terminal(),
+                detail: status.message.clone().unwrap_or_default(),
+                status: status.job,
+                end_time: status.end_time,
+                cluster: status.cluster,
                 objects: Some(item(
                     "objects present",
                     CheckStatus::Pass,
@@ -264,7 +260,7 @@ async fn cluster_present(k8s: &K8s, ns: &str, cluster: &str) -> CheckItem {
             CheckStatus::Pass,
             format!(
                 "RayCluster {cluster} (state={})",
-                str_at(&obj, "/status/state").unwrap_or("?")
+                RayClusterStatus::of(&obj).state.as_deref().unwrap_or("?")
             ),
         ),
         Ok(None) => item(

@@ -10,6 +10,7 @@ use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
 use crate::k8s::logs::LogOptions;
 use crate::k8s::wait::Verdict;
+use crate::k8s::wait::conditions::job_started;
 
 use crate::gym::names::{benchmark_selector, dns_label, run_selector};
 use crate::gym::render::DRIVER_CONTAINER;
@@ -150,19 +151,8 @@ async fn wait_started(
             );
         };
         let job_name = name(job).to_string();
-        k8s.wait_for(&jobs, ns, &job_name, remaining, "running", |o| match o {
-            Some(j)
-                if j.pointer("/status/active")
-                    .and_then(Json::as_i64)
-                    .unwrap_or(0)
-                    > 0 =>
-            {
-                Verdict::Done(())
-            }
-            Some(j) if j.pointer("/status/conditions").is_some() => Verdict::Done(()),
-            _ => Verdict::Pending,
-        })
-        .await?;
+        k8s.wait_until(&jobs, ns, &job_name, remaining, "running", job_started())
+            .await?;
     };
     let c = pick_container(&pod, container)?;
     let pod_name = name(&pod).to_string();

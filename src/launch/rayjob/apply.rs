@@ -8,7 +8,8 @@ use serde_json::Value as Json;
 use super::plan::{RUN_ID_LABEL, RayJobPlan, UploadPlan};
 use crate::diag::{Diag, Result};
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::{rayjob_terminal_state, str_at};
+use crate::k8s::status::RayJobStatus;
+use crate::k8s::wait::str_at;
 use crate::k8s::{ApplyOptions, K8s, ObjectRef};
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::output::Output;
@@ -22,15 +23,6 @@ use crate::render::dra::DraKind;
 /// How long `--replace` waits for an old RayJob, its cluster and DRA objects to go.
 const REPLACE_TIMEOUT: Duration = Duration::from_secs(600);
 
-fn rayjob_state(obj: &Json) -> (String, String) {
-    (
-        str_at(obj, "/status/jobDeploymentStatus")
-            .unwrap_or("New")
-            .to_string(),
-        str_at(obj, "/status/jobStatus").unwrap_or("-").to_string(),
-    )
-}
-
 /// Check what already exists under the run's names; with `replace`, remove an earlier
 /// RayJob of the same name (its cluster and DRA objects go with it).
 pub async fn preflight(
@@ -43,14 +35,17 @@ pub async fn preflight(
     let (ns, name) = (plan.namespace.as_str(), plan.name.as_str());
     let rayjobs = by_kind("RayJob")?;
     if let Some(old) = k8s.get(&rayjobs, ns, name).await? {
-        let (deployment, job) = rayjob_state(&old);
+        let status = RayJobStatus::of(&old);
+        // KubeRay's `JobDeploymentStatusNew` is the empty state.
+        let deployment = status.deployment.as_deref().unwrap_or("New");
+        let job = status.job.as_deref().unwrap_or("-");
         let old_run = str_at(
             &old,
             &format!("/metadata/labels/{}", RUN_ID_LABEL.replace('/', "~1")),
         )
         .map(|id| format!(" (run `{id}`)"))
         .unwrap_or_default();
-        let finished = rayjob_terminal_state(&deployment);
+        let finished = status.is_terminal();
         if !replace {
             let (what, help) = if finished {
                 (

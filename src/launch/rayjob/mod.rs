@@ -36,6 +36,7 @@ pub use wait::{RayJobState, Teardown, WaitEnd, Waiter, exit_for};
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
+use crate::k8s::wait::conditions::{Condition, rayjob_finished, rayjob_in};
 use crate::launch::logscan::LogScan;
 use crate::launch::output::Output;
 use crate::ray::JobDetails;
@@ -227,7 +228,7 @@ pub async fn start(
         .until(
             opts.timeout,
             "in state Waiting (its RayCluster ready for the upload)",
-            |s| s.terminal() || s.deployment.as_deref() == Some("Waiting"),
+            rayjob_finished().or(rayjob_in("Waiting")),
         )
         .await;
     let state = match ready {
@@ -250,7 +251,7 @@ pub async fn start(
             return Err(e.context("waiting for the RayJob's cluster"));
         }
     };
-    if state.terminal() {
+    if state.is_terminal() {
         let cluster = state.cluster.clone();
         let end = RunEnd::Finished {
             state,

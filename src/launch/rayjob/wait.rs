@@ -12,7 +12,7 @@ use super::apply::hand_dra_to_cluster;
 use super::plan::RayJobPlan;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::{rayjob_terminal_state, str_at};
+use crate::k8s::wait::conditions::{Condition, rayjob_finished};
 use crate::k8s::{K8s, Verdict};
 use crate::launch::dashboard::dashboard_session;
 use crate::launch::follow::{TaskGuard, follow_into};
@@ -32,43 +32,8 @@ const APPEAR_WITHIN: Duration = Duration::from_secs(120);
 const FOLLOW_RETRY_FIRST: Duration = Duration::from_secs(5);
 const FOLLOW_RETRY_MAX: Duration = Duration::from_secs(60);
 
-/// The RayJob's state as a user reads it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RayJobState {
-    pub deployment: Option<String>,
-    pub job: Option<String>,
-    pub cluster: Option<String>,
-    pub job_id: Option<String>,
-    pub message: Option<String>,
-}
-
-impl RayJobState {
-    pub fn of(obj: &Json) -> RayJobState {
-        let s = |p: &str| str_at(obj, p).filter(|v| !v.is_empty()).map(str::to_string);
-        RayJobState {
-            deployment: s("/status/jobDeploymentStatus"),
-            job: s("/status/jobStatus"),
-            cluster: s("/status/rayClusterName"),
-            job_id: s("/status/jobId"),
-            message: s("/status/message"),
-        }
-    }
-
-    pub fn terminal(&self) -> bool {
-        self.deployment
-            .as_deref()
-            .is_some_and(rayjob_terminal_state)
-    }
-
-    /// `deployment=Running job=RUNNING`
-    pub fn pair(&self) -> String {
-        format!(
-            "deployment={} job={}",
-            self.deployment.as_deref().unwrap_or("None"),
-            self.job.as_deref().unwrap_or("None")
-        )
-    }
-}
+/// The RayJob's state as a user reads it: the k8s layer's typed view of its status.
+pub use crate::k8s::status::RayJobStatus as RayJobState;
 
 /// How a wait ended.
 #[derive(Debug)]
@@ -182,7 +147,7 @@ impl<'a> Waiter<'a> {
         &mut self,
         timeout: Duration,
         what: &str,
-        until: impl Fn(&RayJobState) -> bool + Send + 'static,
+        until: impl Condition + Send + 'static,
     ) -> Result<Option<RayJobState>> {
         let (tx, mut rx) = watch::channel::<Option<Json>>(None);
         let watcher = spawn_watch(self.k8s, self.plan, timeout, what, tx, until);
@@ -217,7 +182,7 @@ impl<'a> Waiter<'a> {
             timeout,
             "finished",
             tx,
-            |s| s.terminal(),
+            rayjob_finished(),
         ));
         let (log_tx, mut log_rx) = mpsc::unbounded_channel::<String>();
         let mut follower: Option<TaskGuard<Result<JobDetails>>> = None;
@@ -268,7 +233,7 @@ impl<'a> Waiter<'a> {
                                 grace = Some(tokio::time::Instant::now() + STATUS_GRACE);
                             }
                         }
-                        Ok(Err(e)) if terminal || self.state.terminal() => {
+                        Ok(Err(e)) if terminal || self.state.is_terminal() => {
                             // KubeRay tore the cluster down under the stream: no retry.
                             log_gone = true;
                             self.progress.status(&format!(
@@ -437,7 +402,7 @@ fn spawn_watch(
     timeout: Duration,
     what: &str,
     tx: watch::Sender<Option<Json>>,
-    until: impl Fn(&RayJobState) -> bool + Send + 'static,
+    until: impl Condition + Send + 'static,
 ) -> TaskGuard<Result<()>> {
     let (k8s, ns, name) = (k8s.clone(), plan.namespace.clone(), plan.name.clone());
     let what = what.to_string();
@@ -457,7 +422,7 @@ fn spawn_watch(
             Some(obj) => {
                 seen = true;
                 let _ = tx.send(Some(obj.clone()));
-                if until(&RayJobState::of(obj)) {
+                if until.matches(Some(obj)) {
                     Verdict::Done(())
                 } else {
                     Verdict::Pending
@@ -538,11 +503,11 @@ mod tests {
             Exit::Failed
         );
         for d in ["ValidationFailed", "Failed"] {
-            assert!(state(d, None).terminal());
+            assert!(state(d, None).is_terminal());
             assert_eq!(exit_for(&state(d, None), None), Exit::Failed, "{d}");
         }
-        assert!(!state("Suspended", None).terminal());
-        assert!(!state("Running", Some("RUNNING")).terminal());
+        assert!(!state("Suspended", None).is_terminal());
+        assert!(!state("Running", Some("RUNNING")).is_terminal());
         // Ray's own final word wins over a RayJob that has not caught up.
         let ray: JobDetails = serde_json::from_str(r#"{"status": "FAILED"}"#).unwrap();
         assert_eq!(

@@ -5,9 +5,9 @@ use rhai::EvalAltResult;
 use serde_json::Value as Json;
 
 use crate::diag::Diag;
-use crate::k8s::wait::{
-    Verdict, deployment_available, raycluster_ready, rayjob_terminal_state, str_at,
-};
+use crate::k8s::status::JobStatus;
+use crate::k8s::wait::conditions::{Condition, deleted, exists, job_finished, rayjob_finished};
+use crate::k8s::wait::{Verdict, deployment_available, raycluster_ready, str_at};
 use crate::script::errors::{RhaiResult, usage};
 
 pub type Check = Box<dyn FnMut(Option<&Json>) -> Verdict<Option<Json>> + Send>;
@@ -16,20 +16,8 @@ pub type Check = Box<dyn FnMut(Option<&Json>) -> Verdict<Option<Json>> + Send>;
 pub fn condition_check(kind: &str, condition: &str) -> RhaiResult<Check> {
     let done = |o: Option<&Json>| Verdict::Done(o.cloned());
     let check: Check = match condition {
-        "exists" => Box::new(move |o| {
-            if o.is_some() {
-                done(o)
-            } else {
-                Verdict::Pending
-            }
-        }),
-        "deleted" => Box::new(|o| {
-            if o.is_none() {
-                Verdict::Done(None)
-            } else {
-                Verdict::Pending
-            }
-        }),
+        "exists" => when(exists()),
+        "deleted" => when(deleted()),
         "ready" => match kind {
             "RayCluster" => Box::new(|o| map_verdict(raycluster_ready(o))),
             "Deployment" => Box::new(|o| map_verdict(deployment_available(o))),
@@ -40,25 +28,18 @@ pub fn condition_check(kind: &str, condition: &str) -> RhaiResult<Check> {
                 }
                 _ => Verdict::Pending,
             }),
-            "Job" => Box::new(move |o| job_verdict(o, true)),
+            "Job" => Box::new(job_complete),
             _ => return Err(no_condition(kind, condition)),
         },
-        "terminal" => {
-            match kind {
-                "RayJob" => Box::new(move |o| {
-                    match o.and_then(|o| str_at(o, "/status/jobDeploymentStatus")) {
-                        Some(s) if rayjob_terminal_state(s) => done(o),
-                        _ => Verdict::Pending,
-                    }
-                }),
-                "Job" => Box::new(move |o| job_verdict(o, false)),
-                "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
-                    Some("Succeeded" | "Failed") => done(o),
-                    _ => Verdict::Pending,
-                }),
-                _ => return Err(no_condition(kind, condition)),
-            }
-        }
+        "terminal" => match kind {
+            "RayJob" => when(rayjob_finished()),
+            "Job" => when(job_finished()),
+            "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
+                Some("Succeeded" | "Failed") => done(o),
+                _ => Verdict::Pending,
+            }),
+            _ => return Err(no_condition(kind, condition)),
+        },
         _ => {
             return Err(usage(
                 "nrl::script::condition",
@@ -78,24 +59,27 @@ fn map_verdict(v: Verdict<Json>) -> Verdict<Option<Json>> {
     }
 }
 
-/// batch/v1 Job: complete (or, when `ready_only` is false, failed too).
-fn job_verdict(o: Option<&Json>, ready_only: bool) -> Verdict<Option<Json>> {
+/// A check that is done (with the object) once `condition` holds.
+fn when(condition: impl Condition + Send + 'static) -> Check {
+    Box::new(move |o| {
+        if condition.matches(o) {
+            Verdict::Done(o.cloned())
+        } else {
+            Verdict::Pending
+        }
+    })
+}
+
+/// batch/v1 Job: complete; a failed Job fails the wait.
+fn job_complete(o: Option<&Json>) -> Verdict<Option<Json>> {
     let Some(obj) = o else {
         return Verdict::Pending;
     };
-    let has = |t: &str| {
-        obj.pointer("/status/conditions")
-            .and_then(Json::as_array)
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == t && c["status"] == "True"))
-    };
-    if has("Complete") {
+    let status = JobStatus::of(obj);
+    if status.succeeded() {
         Verdict::Done(Some(obj.clone()))
-    } else if has("Failed") {
-        if ready_only {
-            Verdict::Fail(Diag::api("nrl::k8s::job_failed", "the Job failed"))
-        } else {
-            Verdict::Done(Some(obj.clone()))
-        }
+    } else if status.failed().is_some() {
+        Verdict::Fail(Diag::api("nrl::k8s::job_failed", "the Job failed"))
     } else {
         Verdict::Pending
     }

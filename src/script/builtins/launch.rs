@@ -26,7 +26,6 @@ use crate::diag::Diag;
 use crate::k8s::K8s;
 use crate::k8s::portforward::PodTarget;
 use crate::k8s::resources::by_kind;
-use crate::k8s::wait::str_at;
 use crate::launch::Progress;
 use crate::launch::output::Output as LaunchOutput;
 use crate::launch::rayjob::run::{RayJobRun, RayJobStart, start_rayjob_run};
@@ -179,9 +178,9 @@ pub mod launch_module {
         let obj = h.block_on(k.get(&ar, &j.namespace, &j.name))?;
         let cluster = obj
             .as_ref()
-            .and_then(|o| str_at(o, "/status/rayClusterName"))
-            .unwrap_or("");
-        head_dashboard(&h, &k, &j.namespace, cluster)
+            .and_then(|o| RayJobState::of(o).cluster)
+            .unwrap_or_default();
+        head_dashboard(&h, &k, &j.namespace, &cluster)
     }
 
     /// Delete the RayJob (recorded in plan mode); returns whether it existed.
