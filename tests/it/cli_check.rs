@@ -1,21 +1,10 @@
 //! `nrl check` through the binary: outputs, exit codes, and the reference CLI cases of
 //! ref-config-render §7.6 that concern `check`.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
+use crate::support::context::{TestContext, nrl};
 use crate::support::data::*;
-
-fn nrl() -> Command {
-    let mut c = Command::cargo_bin("nrl").expect("binary built");
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NRL_K8S_USER", "alice")
-        .env("HOME", "/nonexistent/nrl-test-home")
-        .env("NO_COLOR", "1")
-        .current_dir(repo());
-    c
-}
 
 fn qwen_args() -> Vec<String> {
     vec![
@@ -522,11 +511,11 @@ fn a_written_bundle_that_holds_a_literal_secret_says_so() {
 /// own exit code (issue 16 item 3).
 #[test]
 fn a_reader_that_goes_away_does_not_make_nrl_panic() {
+    let ctx = TestContext::new();
     let run = |args: &[String]| {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
+        let mut child = ctx
+            .command()
             .args(args)
-            .current_dir(repo())
-            .env("NO_COLOR", "1")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -592,11 +581,11 @@ fn the_readme_quick_start_commands_run_without_a_cluster() {
         }
     }
     assert_eq!(commands.len(), 4, "{commands:?}");
-    let home = tempfile::tempdir().expect("tempdir");
+    let ctx = TestContext::new();
     for args in &commands {
-        let out = nrl()
+        let out = ctx
+            .nrl()
             .args(args)
-            .env("HOME", home.path())
             .timeout(std::time::Duration::from_secs(120))
             .output()
             .expect("runs");

@@ -1,20 +1,8 @@
 //! `nrl doctor` and the doctor rules inside `nrl check`, through the binary.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-use crate::support::data::*;
-
-fn nrl() -> Command {
-    let mut c = Command::cargo_bin("nrl").expect("binary built");
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NRL_K8S_USER", "alice")
-        .env("HOME", "/nonexistent/nrl-test-home")
-        .env("NO_COLOR", "1")
-        .current_dir(repo());
-    c
-}
+use crate::support::context::nrl;
 
 fn pair(recipe: &str, infra: &str) -> Vec<String> {
     vec![

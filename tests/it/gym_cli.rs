@@ -2,19 +2,17 @@
 
 use std::time::Duration;
 
+use crate::support::context::{Nrl, TestContext};
 use crate::support::data;
 
-fn nrl() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("nrl").unwrap();
-    cmd.current_dir(data::repo())
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "120")
-        .env("HOME", "/nonexistent/nrl-gym-cli")
-        .env_remove("XDG_CACHE_HOME")
-        // ref §5.1 test 11: rendering never needs a cluster.
+/// `nrl` from a fresh context; no kubeconfig (ref §5.1 test 11: rendering never needs a
+/// cluster).
+fn nrl() -> Nrl {
+    TestContext::new()
+        .columns(120)
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .timeout(Duration::from_secs(30));
-    cmd
+        .timeout(Duration::from_secs(30))
+        .into_nrl()
 }
 
 fn text(b: &[u8]) -> String {

@@ -6,7 +6,6 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode};
@@ -15,6 +14,8 @@ use axum::routing::get;
 use nrl::ray::follow::{FollowOptions, follow_job};
 use nrl::ray::retry::RetryPolicy;
 use nrl::ray::{JobStatus, RayClient, RayClientOptions, SubmitRequest};
+
+use crate::support::context::{Nrl, TestContext};
 
 const TRACEBACK: &str = "Traceback (most recent call last):\n  File \
     \"/ray/dashboard/modules/job/job_head.py\", line 421, in list_jobs\n    raise \
@@ -43,6 +44,11 @@ struct Fake {
     _runtime: tokio::runtime::Runtime,
 }
 
+/// `nrl` from a fresh context, wide enough that job tables are not cut.
+fn nrl() -> Nrl {
+    TestContext::new().columns(200).into_nrl()
+}
+
 fn serve(router: Router) -> Fake {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -59,15 +65,6 @@ fn serve(router: Router) -> Fake {
         address,
         _runtime: runtime,
     }
-}
-
-fn nrl() -> Command {
-    let mut cmd = Command::cargo_bin("nrl").unwrap();
-    cmd.env_remove("RAY_ADDRESS")
-        .env_remove("RAY_AUTH_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200");
-    cmd
 }
 
 fn client(address: &str, timeout: Duration) -> RayClient {
@@ -474,11 +471,10 @@ fn detaches_on(signal: &str) {
         hits: Hits::default(),
     };
     let fake = serve(scripted(script.clone()));
-    let bin = assert_cmd::cargo::cargo_bin("nrl");
-    let child = std::process::Command::new(bin)
+    let ctx = TestContext::new().columns(200);
+    let child = ctx
+        .command()
         .args(["job", "logs", "j", "--address", &fake.address, "-f"])
-        .env_remove("RAY_ADDRESS")
-        .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -5,24 +5,22 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use futures::StreamExt;
 use nrl::ray::{JobStatus, RayClient, RayClientOptions, SubmitRequest, UploadSet};
 
+use crate::support::context::{Nrl, TestContext};
 use crate::support::ray_head::{self, RayHead};
+
+/// `nrl` from a fresh context, wide enough that job tables are not cut.
+fn nrl() -> Nrl {
+    TestContext::new()
+        .columns(200)
+        .timeout(Duration::from_secs(120))
+        .into_nrl()
+}
 
 fn head() -> Option<&'static RayHead> {
     ray_head::shared()
-}
-
-fn nrl() -> Command {
-    let mut cmd = Command::cargo_bin("nrl").unwrap();
-    cmd.env_remove("RAY_ADDRESS")
-        .env_remove("RAY_AUTH_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .timeout(Duration::from_secs(120));
-    cmd
 }
 
 fn client(head: &RayHead) -> RayClient {
@@ -304,7 +302,9 @@ fn tail_stream_outlives_the_call_timeout() {
 fn stopping_a_followed_job_ends_it_stopped_with_exit_1() {
     let Some(head) = head() else { return };
     let id = unique("stop");
-    let follower = std::process::Command::new(assert_cmd::cargo::cargo_bin("nrl"))
+    let ctx = TestContext::new().columns(200);
+    let follower = ctx
+        .command()
         .args([
             "job",
             "submit",
@@ -314,8 +314,6 @@ fn stopping_a_followed_job_ends_it_stopped_with_exit_1() {
             &id,
         ])
         .args(["--", "echo started; sleep 120"])
-        .env_remove("RAY_ADDRESS")
-        .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

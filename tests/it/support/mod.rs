@@ -3,6 +3,7 @@
 //! Ray dashboard, a dev pod environment, the in-process script host and a
 //! pseudo-terminal driver.
 
+pub mod context;
 pub mod data;
 pub mod dev_env;
 pub mod fake_k8s;
