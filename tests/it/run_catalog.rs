@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
+use crate::support::context::TestContext;
 use crate::support::data::repo;
 use crate::support::fake_k8s::{ClusterFate, FakeK8s, RayJobScript};
 
@@ -47,20 +47,10 @@ fn fake() -> FakeK8s {
     f
 }
 
-fn nrl(home: &Path, fake: Option<&FakeK8s>) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("NRL_USER", "tester")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .current_dir(repo())
-        .timeout(Duration::from_secs(120));
-    if let Some(f) = fake {
-        cmd.envs(f.env());
-    }
-    cmd
+/// A context for one test: its HOME is also the scratch directory the recipe is written
+/// to; user tester; wide tables.
+fn context() -> TestContext {
+    TestContext::new().user("tester").columns(200)
 }
 
 fn text(b: &[u8]) -> String {
@@ -71,9 +61,9 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn check_summary_shows_namespace_and_image() {
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), "  namespace: ns-a\n  image: img:1\n");
-    let out = nrl(d.path(), None).args(["check", &r]).output().unwrap();
+    let d = context();
+    let r = recipe(d.home(), "  namespace: ns-a\n  image: img:1\n");
+    let out = d.nrl().args(["check", &r]).output().unwrap();
     let s = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0));
     assert!(
@@ -84,9 +74,9 @@ fn check_summary_shows_namespace_and_image() {
 
 #[test]
 fn check_summary_lists_each_declared_cluster() {
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), None).args(["check", &r]).output().unwrap();
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d.nrl().args(["check", &r]).output().unwrap();
     let s = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
@@ -97,10 +87,11 @@ fn check_summary_lists_each_declared_cluster() {
 
 #[test]
 fn check_output_writes_full_config_and_manifests() {
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let bundle = d.path().join("bundle.json");
-    let out = nrl(d.path(), None)
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let bundle = d.home().join("bundle.json");
+    let out = d
+        .nrl()
         .args(["check", &r, "-o"])
         .arg(&bundle)
         .output()
@@ -125,20 +116,21 @@ fn check_output_writes_full_config_and_manifests() {
 /// The reference exited 1 for every error; nrl exits 2 for bad input (DESIGN §7).
 #[test]
 fn check_reports_validation_error_cleanly() {
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), "  namespace: ns-a\n");
-    let out = nrl(d.path(), None).args(["check", &r]).output().unwrap();
+    let d = context();
+    let r = recipe(d.home(), "  namespace: ns-a\n");
+    let out = d.nrl().args(["check", &r]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("image"), "{}", text(&out.stderr));
 }
 
 #[test]
 fn infra_cli_option_both_sources_rejected() {
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), "  namespace: ns-a\n  image: img:1\n");
-    let infra = d.path().join("infra.yaml");
+    let d = context();
+    let r = recipe(d.home(), "  namespace: ns-a\n  image: img:1\n");
+    let infra = d.home().join("infra.yaml");
     std::fs::write(&infra, "namespace: ns-file\nimage: img:file\n").unwrap();
-    let out = nrl(d.path(), None)
+    let out = d
+        .nrl()
         .args(["check", &r, "--infra"])
         .arg(&infra)
         .output()
@@ -150,12 +142,14 @@ fn infra_cli_option_both_sources_rejected() {
 #[test]
 fn rayjob_dry_run_prints_manifest_without_applying() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
+    let d = context();
     let r = recipe(
-        d.path(),
+        d.home(),
         &RAYJOB_INFRA.replace("entrypoint: echo", "entrypoint: python run.py"),
     );
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--dry-run"])
         .output()
         .unwrap();
@@ -169,9 +163,11 @@ fn rayjob_dry_run_prints_manifest_without_applying() {
 #[test]
 fn rayjob_apply_then_wait_success() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--ttl", "0"])
         .output()
         .unwrap();
@@ -200,9 +196,11 @@ fn rayjob_apply_then_wait_success() {
 fn run_failing_rayjob(message: &str) -> (Option<i32>, String) {
     let f = fake();
     f.set_rayjob_script("rc-train", RayJobScript::fails(message));
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--ttl", "0"])
         .output()
         .unwrap();
@@ -239,9 +237,11 @@ fn rayjob_failure_messages_cannot_drive_the_terminal() {
 fn rayjob_stopped_job_exits_1() {
     let f = fake();
     f.set_rayjob_script("rc-train", RayJobScript::stopped());
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--ttl", "0"])
         .output()
         .unwrap();
@@ -257,13 +257,10 @@ fn rayjob_validation_failed_is_terminal() {
     let terminal = "ValidationFailed";
     let f = fake();
     f.set_cluster_fate("*", ClusterFate::StuckPending);
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", d.path())
-        .env("NRL_USER", "tester")
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let child = d
+        .command()
         .envs(f.env())
         .args(["run", &r])
         .stdout(std::process::Stdio::null())
@@ -299,9 +296,11 @@ fn rayjob_validation_failed_is_terminal() {
 #[test]
 fn rayjob_no_wait_skips_poll() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--no-wait"])
         .output()
         .unwrap();
@@ -311,13 +310,10 @@ fn rayjob_no_wait_skips_poll() {
 
 #[test]
 fn rayjob_errors_when_entrypoint_missing() {
-    let d = tempfile::tempdir().unwrap();
+    let d = context();
     let infra = RAYJOB_INFRA.replace("    entrypoint: echo\n", "");
-    let r = recipe(d.path(), &infra);
-    let out = nrl(d.path(), None)
-        .args(["run", &r, "--dry-run"])
-        .output()
-        .unwrap();
+    let r = recipe(d.home(), &infra);
+    let out = d.nrl().args(["run", &r, "--dry-run"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("entrypoint"));
 }
@@ -327,13 +323,15 @@ fn rayjob_errors_when_entrypoint_missing() {
 #[test]
 fn run_invokes_orchestrate_with_flags() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
+    let d = context();
     let r = recipe(
-        d.path(),
+        d.home(),
         &RAYJOB_INFRA.replace("entrypoint: echo", "entrypoint: python run.py"),
     );
     let exec_tmp = tempfile::tempdir().unwrap();
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args([
             "run",
             &r,
@@ -372,11 +370,13 @@ fn run_invokes_orchestrate_with_flags() {
 
 #[test]
 fn submit_training_raises_when_entrypoint_unset() {
-    let d = tempfile::tempdir().unwrap();
+    let d = context();
     let infra = RAYJOB_INFRA.replace("    entrypoint: echo\n", "");
-    let r = recipe(d.path(), &infra);
+    let r = recipe(d.home(), &infra);
     let f = fake();
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--raycluster"])
         .output()
         .unwrap();
@@ -391,17 +391,19 @@ fn submit_training_raises_when_entrypoint_unset() {
 #[test]
 fn run_skip_daemons_bypasses_daemon_submit() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
+    let d = context();
     let exec_tmp = tempfile::tempdir().unwrap();
     let infra =
         std::fs::read_to_string(repo().join("tests/data/run/longlived.infra.yaml")).unwrap();
-    let infra_path = d.path().join("ll.infra.yaml");
+    let infra_path = d.home().join("ll.infra.yaml");
     std::fs::write(
         &infra_path,
         infra.replace("namespace: default", "namespace: ns"),
     )
     .unwrap();
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", "examples/quickstart/recipe.yaml", "--infra"])
         .arg(&infra_path)
         .args([
@@ -481,8 +483,8 @@ fn rewrite_entrypoint_recipe_cases() {
 #[test]
 fn submission_handle_roundtrips_and_missing_is_not_found() {
     use nrl::launch::records::{K8sRun, RunKind, RunRecord, RunStore};
-    let d = tempfile::tempdir().unwrap();
-    let store = RunStore::new(d.path());
+    let d = context();
+    let store = RunStore::new(d.home());
     let mut ray = RunRecord::new("raysubmit-abc", RunKind::RayclusterPortforward);
     ray.cluster = Some("rc-train".into());
     ray.namespace = Some("ns".into());
@@ -510,9 +512,10 @@ fn submission_handle_roundtrips_and_missing_is_not_found() {
 #[test]
 fn build_submitter_port_forward_default_and_exec_when_selected() {
     use nrl::launch::raycluster::submit::exec::run_dir;
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), None)
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
         .args(["check", &r, "--explain", "infra.submit.submitter"])
         .output()
         .unwrap();
@@ -528,8 +531,10 @@ fn build_submitter_port_forward_default_and_exec_when_selected() {
 #[test]
 fn job_logs_of_an_unknown_run_is_an_error() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["job", "logs", "no-such-run", "-f"])
         .output()
         .unwrap();
@@ -563,15 +568,16 @@ fn the_namespace_comes_from_the_kubeconfig_that_is_used() {
         .namespace("team-a")
         .namespace("elsewhere")
         .start();
-    let d = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(d.path().join(".kube")).unwrap();
-    kubeconfig_with_namespace(&f, &d.path().join(".kube/config"), "elsewhere");
-    let flag_file = d.path().join("team-a.kubeconfig");
+    let d = context();
+    std::fs::create_dir_all(d.home().join(".kube")).unwrap();
+    kubeconfig_with_namespace(&f, &d.home().join(".kube/config"), "elsewhere");
+    let flag_file = d.home().join("team-a.kubeconfig");
     kubeconfig_with_namespace(&f, &flag_file, "team-a");
     let infra = RAYJOB_INFRA.replace("  namespace: ns\n", "");
-    let r = recipe(d.path(), &infra);
+    let r = recipe(d.home(), &infra);
 
-    let out = nrl(d.path(), None)
+    let out = d
+        .nrl()
         .args(["run", &r, "--dry-run", "--kubeconfig"])
         .arg(&flag_file)
         .output()
@@ -583,7 +589,8 @@ fn the_namespace_comes_from_the_kubeconfig_that_is_used() {
         text(&out.stdout)
     );
 
-    let out = nrl(d.path(), None)
+    let out = d
+        .nrl()
         .args(["run", &r, "--ttl", "0", "--kubeconfig"])
         .arg(&flag_file)
         .output()
@@ -604,9 +611,11 @@ fn the_namespace_comes_from_the_kubeconfig_that_is_used() {
 #[test]
 fn every_request_says_it_is_nrl() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--ttl", "0"])
         .output()
         .unwrap();
@@ -631,9 +640,11 @@ fn the_summary_names_only_the_records_that_were_written() {
     // the ConfigMap write had been refused.
     let f = fake();
     f.deny("patch", "configmaps", "ns");
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--no-wait"])
         .output()
         .unwrap();
@@ -662,9 +673,11 @@ fn the_summary_names_only_the_records_that_were_written() {
 fn a_suspended_rayjob_waits_for_admission_then_runs() {
     let f = fake();
     f.set_kueue("rc-train", Some(Duration::from_secs(2)));
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--ttl", "0"])
         .output()
         .unwrap();
@@ -689,17 +702,19 @@ fn a_suspended_rayjob_waits_for_admission_then_runs() {
 fn the_wait_for_waiting_times_out_naming_that_state() {
     let f = fake();
     f.set_cluster_fate("*", ClusterFate::StuckPending);
-    let d = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(d.path().join("code")).unwrap();
-    std::fs::write(d.path().join("code/train.py"), "print('hi')\n").unwrap();
+    let d = context();
+    std::fs::create_dir_all(d.home().join("code")).unwrap();
+    std::fs::write(d.home().join("code/train.py"), "print('hi')\n").unwrap();
     let infra = RAYJOB_INFRA.replace(
         "    codeSource: image\n    codePath: /opt/nemo-rl\n",
         "    codeSource: upload\n",
     );
-    let r = recipe(d.path(), &infra);
-    let out = nrl(d.path(), Some(&f))
+    let r = recipe(d.home(), &infra);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--timeout", "3s", "--repo-root"])
-        .arg(d.path())
+        .arg(d.home())
         .output()
         .unwrap();
     let e = text(&out.stderr);
@@ -717,10 +732,12 @@ fn the_wait_for_waiting_times_out_naming_that_state() {
 #[test]
 fn run_replace_refuses_another_users_rayjob_unless_forced() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
     let base = ["run", &r, "--no-wait", "--rayjob-name", "shared-rj"];
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .env("NRL_USER", "bob")
         .args(base)
         .args(["--run-id", "bobs-run-1"])
@@ -735,7 +752,9 @@ fn run_replace_refuses_another_users_rayjob_unless_forced() {
         .unwrap();
     assert_eq!(cm["metadata"]["labels"]["nrl-k8s/owner"], "bob");
 
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(base)
         .arg("--replace")
         .output()
@@ -753,7 +772,9 @@ fn run_replace_refuses_another_users_rayjob_unless_forced() {
         "not deleted"
     );
 
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(base)
         .args(["--replace", "--force"])
         .output()
@@ -774,8 +795,8 @@ fn run_replace_refuses_another_users_rayjob_unless_forced() {
 #[test]
 fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
     let uid = f.put(serde_json::json!({
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
@@ -791,7 +812,7 @@ fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
         "hand-rj",
         "--replace",
     ];
-    let out = nrl(d.path(), Some(&f)).args(base).output().unwrap();
+    let out = d.nrl().envs(f.env()).args(base).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -800,7 +821,9 @@ fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
     );
     let still = f.get("ray.io/v1", "RayJob", "ns", "hand-rj").unwrap();
     assert_eq!(still["metadata"]["uid"], uid, "not deleted");
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(base)
         .arg("--force")
         .output()
@@ -817,8 +840,8 @@ fn run_replace_refuses_an_unlabelled_rayjob_naming_the_label() {
 #[test]
 fn run_raycluster_replace_refuses_another_users_cluster() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
     f.put(serde_json::json!({
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
@@ -828,7 +851,9 @@ fn run_raycluster_replace_refuses_another_users_cluster() {
             "containers": [{"name": "h", "image": "img:new"}]}}}},
     }));
     f.clear_request_log();
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["run", &r, "--raycluster", "--replace", "--no-wait"])
         .output()
         .unwrap();
@@ -857,15 +882,19 @@ fn run_raycluster_replace_refuses_another_users_cluster() {
 #[test]
 fn job_stop_refuses_another_users_run() {
     let f = fake();
-    let d = tempfile::tempdir().unwrap();
-    let r = recipe(d.path(), RAYJOB_INFRA);
-    let out = nrl(d.path(), Some(&f))
+    let d = context();
+    let r = recipe(d.home(), RAYJOB_INFRA);
+    let out = d
+        .nrl()
+        .envs(f.env())
         .env("NRL_USER", "bob")
         .args(["run", &r, "--no-wait", "--run-id", "bobs-run-2"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = nrl(d.path(), Some(&f))
+    let out = d
+        .nrl()
+        .envs(f.env())
         .args(["job", "stop", "bobs-run-2"])
         .output()
         .unwrap();

@@ -5,9 +5,9 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
+use crate::support::context::{TestContext, nrl};
 use crate::support::data::repo;
 use crate::support::fake_k8s::FakeK8s;
 use crate::support::ray_head::{self, RayHead};
@@ -17,7 +17,8 @@ const DRA_INFRA: &str = "tests/data/run/quickstart-dra.infra.yaml";
 const QS_INFRA: &str = "examples/quickstart/infra.yaml";
 
 struct World {
-    home: tempfile::TempDir,
+    /// HOME, user tester, the fake's kubeconfig.
+    ctx: TestContext,
     fake: FakeK8s,
 }
 
@@ -27,24 +28,19 @@ fn world() -> Option<World> {
     let head: &RayHead = ray_head::shared()?;
     let fake = FakeK8s::start();
     fake.use_ray_dashboard(Some(head.address()));
-    Some(World {
-        home: tempfile::tempdir().unwrap(),
-        fake,
-    })
+    Some(World::new(fake))
 }
 
-fn nrl(w: &World) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.home.path())
-        .env("NRL_USER", "tester")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .envs(w.fake.env())
-        .current_dir(repo())
-        .timeout(Duration::from_secs(300));
-    cmd
+impl World {
+    fn new(fake: FakeK8s) -> World {
+        World {
+            ctx: TestContext::with_fake(&fake)
+                .user("tester")
+                .columns(200)
+                .timeout(Duration::from_secs(300)),
+            fake,
+        }
+    }
 }
 
 fn id(prefix: &str) -> String {
@@ -56,7 +52,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn record(w: &World, id: &str) -> Value {
-    let path = w.home.path().join(format!(".cache/nrl/runs/{id}.json"));
+    let path = w.ctx.home().join(format!(".cache/nrl/runs/{id}.json"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
@@ -75,7 +71,9 @@ fn remove_staging(id: &str) {
 fn ephemeral_quickstart_streams_its_log_passes_the_checklist_and_cleans_up() {
     let Some(w) = world() else { return };
     let run = id("qs-ok");
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args(["run", QS_RECIPE, "--infra", DRA_INFRA, "--run-id", &run])
         .args(["--ttl", "0", "--verify", "grpo.max_num_steps=2"])
         .output()
@@ -165,8 +163,8 @@ fn ephemeral_quickstart_streams_its_log_passes_the_checklist_and_cleans_up() {
     assert_eq!(rec["context"], "fake");
     assert_eq!(rec["k8s"]["rayjob"], "tester-qs");
     let log_copy = w
-        .home
-        .path()
+        .ctx
+        .home()
         .join(format!(".cache/nrl/runs/{run}/driver.log"));
     assert!(
         std::fs::read_to_string(log_copy)
@@ -182,7 +180,7 @@ fn ephemeral_quickstart_streams_its_log_passes_the_checklist_and_cleans_up() {
     assert_eq!(copy["status"], "succeeded");
 
     // `nrl verify` later, from the saved log copy and the cluster.
-    let out = nrl(&w).args(["verify", &run]).output().unwrap();
+    let out = w.ctx.nrl().args(["verify", &run]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("checklist: 4 passed"),
@@ -195,7 +193,9 @@ fn ephemeral_quickstart_streams_its_log_passes_the_checklist_and_cleans_up() {
 fn a_failing_entrypoint_exits_1() {
     let Some(w) = world() else { return };
     let run = id("qs-fail");
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run", QS_RECIPE, "--infra", QS_INFRA, "--run-id", &run, "--ttl", "0",
         ])
@@ -231,7 +231,9 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
         "--code-path",
         &root,
     ];
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args(base)
         .args(["--run-id", &run, "--no-wait"])
         .output()
@@ -248,7 +250,12 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
     assert_eq!(rj["spec"]["submissionMode"], "HTTPMode");
     assert_eq!(rj["spec"]["jobId"], run.as_str());
 
-    let out = nrl(&w).args(["job", "logs", &run, "-f"]).output().unwrap();
+    let out = w
+        .ctx
+        .nrl()
+        .args(["job", "logs", &run, "-f"])
+        .output()
+        .unwrap();
     let stdout = text(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -262,7 +269,7 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
         "{stdout}"
     );
 
-    let out = nrl(&w).args(["verify", &run]).output().unwrap();
+    let out = w.ctx.nrl().args(["verify", &run]).output().unwrap();
     let report = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert!(report.contains("skip  cluster torn down"), "{report}");
@@ -270,7 +277,9 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
     // From "another machine" (no local record): the record comes from the cluster's
     // ConfigMap (ref §11 D5: the reference's handle cache was local only).
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .env("HOME", elsewhere.path())
         .args(["job", "logs", &run, "-n", "default"])
         .output()
@@ -287,7 +296,9 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
 
     // The finished RayJob of that name: a clear refusal, then --replace.
     let again = id("qs-again");
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args(base)
         .args(["--run-id", &again, "--no-wait"])
         .output()
@@ -297,7 +308,9 @@ fn no_wait_returns_at_once_and_the_run_can_be_followed_replaced_and_verified() {
     assert!(stderr.contains("nrl::run::rayjob_exists"), "{stderr}");
     assert!(stderr.contains(&format!("(run `{run}`)")), "{stderr}");
     assert!(stderr.contains("--replace"), "{stderr}");
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args(base)
         .args(["--run-id", &again, "--replace"])
         .output()
@@ -318,13 +331,9 @@ fn ctrl_c_detaches_and_the_job_keeps_running() {
     let Some(w) = world() else { return };
     let run = id("qs-detach");
     let root = repo().display().to_string();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.home.path())
-        .env("NRL_USER", "tester")
-        .envs(w.fake.env())
-        .current_dir(repo())
+    let mut child = w
+        .ctx
+        .command()
         .args([
             "run",
             QS_RECIPE,
@@ -370,7 +379,7 @@ fn ctrl_c_detaches_and_the_job_keeps_running() {
         ) == Some(Value::from("RUNNING"))
     });
     assert!(running, "the job kept running after nrl detached");
-    let out = nrl(&w).args(["job", "stop", &run]).output().unwrap();
+    let out = w.ctx.nrl().args(["job", "stop", &run]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -407,7 +416,9 @@ fn ctrl_c_detaches_and_the_job_keeps_running() {
 #[test]
 fn bad_input_fails_before_any_cluster_call() {
     let Some(w) = world() else { return };
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -425,14 +436,18 @@ fn bad_input_fails_before_any_cluster_call() {
         "{}",
         text(&out.stderr)
     );
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args(["run", QS_RECIPE, "--infra", QS_INFRA])
         .arg("~infra.kuberay.training")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("nrl::run::no_training_cluster"));
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -453,7 +468,8 @@ fn bad_input_fails_before_any_cluster_call() {
 /// `nrl run` without waiting, code in the image (KubeRay submits), no doctor gate: only
 /// the offline validation stands between the infra and the fake API server.
 fn submit(w: &World, infra: &str, extra: &[&str]) -> std::process::Output {
-    nrl(w)
+    w.ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -472,10 +488,7 @@ fn submit(w: &World, infra: &str, extra: &[&str]) -> std::process::Output {
 /// before `required` is checked), applied without them, and filled in by the server.
 #[test]
 fn run_applies_a_worker_group_without_min_and_max_replicas() {
-    let w = World {
-        home: tempfile::tempdir().unwrap(),
-        fake: FakeK8s::start(),
-    };
+    let w = World::new(FakeK8s::start());
     let run = id("no-min-max");
     let infra = "tests/data/run/quickstart-no-min-max.infra.yaml";
     let out = submit(&w, infra, &["--run-id", &run]);
@@ -485,7 +498,9 @@ fn run_applies_a_worker_group_without_min_and_max_replicas() {
     assert_eq!(group["groupName"], "cpu-workers");
     assert_eq!(group["minReplicas"], 0, "server default");
     assert_eq!(group["maxReplicas"], 2147483647, "server default");
-    let dry = nrl(&w)
+    let dry = w
+        .ctx
+        .nrl()
         .args(["run", QS_RECIPE, "--infra", infra, "--dry-run"])
         .output()
         .unwrap();
@@ -501,10 +516,7 @@ fn run_applies_a_worker_group_without_min_and_max_replicas() {
 /// the offline name checks refuse (the CRD itself accepts it) reaches the API server.
 #[test]
 fn run_no_validate_skips_the_offline_checks() {
-    let w = World {
-        home: tempfile::tempdir().unwrap(),
-        fake: FakeK8s::start(),
-    };
+    let w = World::new(FakeK8s::start());
     let label = "+infra.kuberay.training.spec.headGroupSpec.template.metadata.labels.team='a b'";
     let out = submit(&w, QS_INFRA, &[label]);
     let err = text(&out.stderr);
@@ -527,13 +539,11 @@ fn run_no_validate_skips_the_offline_checks() {
 /// offline name checks refuse is applied.
 #[test]
 fn longlived_run_no_validate_skips_the_offline_checks() {
-    let w = World {
-        home: tempfile::tempdir().unwrap(),
-        fake: FakeK8s::start(),
-    };
+    let w = World::new(FakeK8s::start());
     let label = "+infra.kuberay.training.spec.headGroupSpec.template.metadata.labels.team='a b'";
     let longlived = |extra: &[&str]| {
-        nrl(&w)
+        w.ctx
+            .nrl()
             .args([
                 "run",
                 QS_RECIPE,
@@ -576,10 +586,7 @@ fn longlived_run_no_validate_skips_the_offline_checks() {
 /// ref §11 C3: the help says what KubeRay does with the TTL.
 #[test]
 fn ttl_help_says_it_delays_the_cluster_teardown() {
-    let out = Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-        .args(["run", "--help"])
-        .output()
-        .unwrap();
+    let out = nrl().args(["run", "--help"]).output().unwrap();
     let help = text(&out.stdout)
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -634,31 +641,23 @@ fn tail_job_logs_bridges_chunks_to_a_channel() {
 #[test]
 fn doctor_errors_stop_run_unless_skipped() {
     let fake = FakeK8s::start();
-    let home = tempfile::tempdir().unwrap();
+    let ctx = TestContext::with_fake(&fake).user("tester");
     let secret = "infra.launch.env.WANDB_API_KEY=\"0123456789abcdef0123456789abcdef01234567\"";
     let base = |extra: &[&str]| {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("NRL_USER", "tester")
-            .env("NO_COLOR", "1")
-            .envs(fake.env())
-            .current_dir(repo())
-            .timeout(Duration::from_secs(120))
-            .args([
-                "run",
-                QS_RECIPE,
-                "--infra",
-                QS_INFRA,
-                "--no-wait",
-                "--code-source",
-                "image",
-                "--code-path",
-                "/opt/nemo-rl",
-            ])
-            .arg(secret)
-            .args(extra);
+        let mut cmd = ctx.nrl();
+        cmd.args([
+            "run",
+            QS_RECIPE,
+            "--infra",
+            QS_INFRA,
+            "--no-wait",
+            "--code-source",
+            "image",
+            "--code-path",
+            "/opt/nemo-rl",
+        ])
+        .arg(secret)
+        .args(extra);
         cmd.output().unwrap()
     };
     let out = base(&[]);
@@ -689,7 +688,9 @@ fn a_queued_interactive_run_submits_after_admission() {
     let Some(w) = world() else { return };
     w.fake.set_kueue("*", Some(Duration::from_secs(2)));
     let run = id("qs-queued");
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args(["run", QS_RECIPE, "--infra", QS_INFRA, "--run-id", &run])
         .args(["--ttl", "0", "grpo.max_num_steps=1"])
         .output()
@@ -761,7 +762,7 @@ fn record_shape(w: &World, run: &str) -> Value {
         .unwrap()
         .replace(run, "<run>")
         .replace(&cluster, "<cluster>")
-        .replace(&w.home.path().display().to_string(), "<home>");
+        .replace(&w.ctx.home().display().to_string(), "<home>");
     serde_json::from_str(&text).unwrap()
 }
 
@@ -774,7 +775,9 @@ fn a_script_launch_makes_the_requests_and_the_record_of_nrl_run() {
     let Some(by_cli) = world() else { return };
     let Some(by_script) = world() else { return };
     let (cli_run, script_run) = (id("same-cli"), id("same-rhai"));
-    let out = nrl(&by_cli)
+    let out = by_cli
+        .ctx
+        .nrl()
         .args(["run", QS_RECIPE, "--infra", DRA_INFRA, "--run-id", &cli_run])
         .args(["--ttl", "0", "--skip-doctor", "grpo.max_num_steps=2"])
         .output()
@@ -790,7 +793,9 @@ fn a_script_launch_makes_the_requests_and_the_record_of_nrl_run() {
         ),
     )
     .unwrap();
-    let out = nrl(&by_script)
+    let out = by_script
+        .ctx
+        .nrl()
         .arg("script")
         .arg(&playbook)
         .output()
@@ -852,7 +857,9 @@ fn a_script_launch_makes_the_requests_and_the_record_of_nrl_run() {
     // `nrl verify` finds the playbook's run from another machine (the record's cluster
     // copy) and checks it from the RayJob and the copied driver log.
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = nrl(&by_script)
+    let out = by_script
+        .ctx
+        .nrl()
         .env("HOME", elsewhere.path())
         .args(["verify", &script_run, "-n", "default"])
         .output()

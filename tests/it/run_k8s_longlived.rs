@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use assert_cmd::Command;
 use serde_json::{Value, json};
 
+use crate::support::context::TestContext;
 use crate::support::data::repo;
 use crate::support::fake_k8s::FakeK8s;
 use crate::support::ray_head::{RayHead, SharedHead};
@@ -17,7 +17,8 @@ const LL_INFRA: &str = "tests/data/run/longlived.infra.yaml";
 const QS_INFRA: &str = "examples/quickstart/infra.yaml";
 
 struct World {
-    home: tempfile::TempDir,
+    /// HOME, user tester, the fake's kubeconfig.
+    ctx: TestContext,
     /// Where exec runs keep their directories (the fake's "pods" are this machine).
     exec_tmp: tempfile::TempDir,
     fake: FakeK8s,
@@ -34,25 +35,14 @@ fn world() -> Option<World> {
     let fake = FakeK8s::start();
     fake.use_ray_dashboard(Some(head.address()));
     Some(World {
-        home: tempfile::tempdir().unwrap(),
+        ctx: TestContext::with_fake(&fake)
+            .user("tester")
+            .columns(200)
+            .timeout(Duration::from_secs(300)),
         exec_tmp: tempfile::tempdir().unwrap(),
         fake,
         head,
     })
-}
-
-fn nrl(w: &World) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.home.path())
-        .env("NRL_USER", "tester")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .envs(w.fake.env())
-        .current_dir(repo())
-        .timeout(Duration::from_secs(300));
-    cmd
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -60,7 +50,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn record(w: &World, id: &str) -> Value {
-    let path = w.home.path().join(format!(".cache/nrl/runs/{id}.json"));
+    let path = w.ctx.home().join(format!(".cache/nrl/runs/{id}.json"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
@@ -91,7 +81,9 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
     );
 
     // 1. Both clusters created, the gym daemon submitted, training followed to its end.
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -136,7 +128,9 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
 
     // 2. A rerun reuses both clusters (no drift: a server-side dry run), keeps the daemon.
     w.fake.clear_request_log();
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -173,7 +167,9 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
     );
 
     // 3. A long exec run, the endpoint registry, then --replace.
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -204,7 +200,9 @@ fn long_lived_daemon_and_training_then_reuse_then_replace() {
         "data": {"gen": "http://stale:8000"}}));
     let clock = (Instant::now(), SystemTime::now());
     w.fake.clear_request_log();
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -281,7 +279,9 @@ fn exec_run_failing_under_set_eu_records_exit_code_1() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(w) = world() else { return };
     let run = format!("ll-exec-{}", fastrand::u32(..) % 1_000_000);
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -327,13 +327,15 @@ fn exec_run_failing_under_set_eu_records_exit_code_1() {
             .contains("NRL_RUN_ID")
     );
 
-    let out = nrl(&w).args(["job", "logs", &run]).output().unwrap();
+    let out = w.ctx.nrl().args(["job", "logs", &run]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "before\n");
 
     // A second exec run that succeeds, followed by run id, stopped by run id.
     let ok = format!("ll-exec-ok-{}", fastrand::u32(..) % 1_000_000);
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,
@@ -349,7 +351,12 @@ fn exec_run_failing_under_set_eu_records_exit_code_1() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = nrl(&w).args(["job", "logs", &ok, "-f"]).output().unwrap();
+    let out = w
+        .ctx
+        .nrl()
+        .args(["job", "logs", &ok, "-f"])
+        .output()
+        .unwrap();
     let stdout = text(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -364,7 +371,9 @@ fn exec_run_failing_under_set_eu_records_exit_code_1() {
     // resets nothing.
     w.fake.clear_request_log();
     let replaced = format!("ll-exec-r-{}", fastrand::u32(..) % 1_000_000);
-    let out = nrl(&w)
+    let out = w
+        .ctx
+        .nrl()
         .args([
             "run",
             QS_RECIPE,

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 use crate::support;
-use crate::support::data::{parse_doc, repo};
+use crate::support::context::TestContext;
+use crate::support::data::parse_doc;
 
 const QUICKSTART: [&str; 4] = [
     "run",
@@ -20,19 +20,13 @@ const QUICKSTART: [&str; 4] = [
     "examples/quickstart/infra.yaml",
 ];
 
-/// The binary with a clean environment: PATH (the entrypoints need python3 and a
-/// shell), a private HOME, no Ray variables.
-fn nrl(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("nrl"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("NRL_USER", "tester")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .current_dir(repo())
-        .timeout(Duration::from_secs(300));
-    cmd
+/// A context for one test (PATH reaches the entrypoints' python3 and shell; no Ray
+/// variables); user tester, wide tables, time for a real local run.
+fn context() -> TestContext {
+    TestContext::new()
+        .user("tester")
+        .columns(200)
+        .timeout(Duration::from_secs(300))
 }
 
 fn runs_dir(home: &Path) -> PathBuf {
@@ -52,8 +46,9 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn quickstart_runs_locally_with_overrides_env_and_a_record() {
-    let home = tempfile::tempdir().unwrap();
-    let out = nrl(home.path())
+    let home = context();
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--local", "--run-id", "qs-local-1", "grpo.max_num_steps=2"])
         .output()
@@ -73,13 +68,13 @@ fn quickstart_runs_locally_with_overrides_env_and_a_record() {
     assert!(stdout.contains("run id: qs-local-1"), "{stdout}");
     assert!(stderr.contains("run qs-local-1 succeeded"), "{stderr}");
 
-    let rec = record(home.path(), "qs-local-1");
+    let rec = record(home.home(), "qs-local-1");
     assert_eq!(rec["kind"], "local");
     assert_eq!(rec["status"], "succeeded");
     assert_eq!(rec["exit_code"], 0);
     assert_eq!(rec["overrides"][0], "grpo.max_num_steps=2");
     assert!(rec["local"]["pid"].as_u64().is_some_and(|p| p > 0), "{rec}");
-    let run_dir = runs_dir(home.path()).join("qs-local-1");
+    let run_dir = runs_dir(home.home()).join("qs-local-1");
     assert_eq!(rec["run_dir"], run_dir.display().to_string());
     let staged = std::fs::read_to_string(run_dir.join("nrl_run.yaml")).unwrap();
     assert!(staged.contains("max_num_steps: 2"), "{staged}");
@@ -90,9 +85,9 @@ fn quickstart_runs_locally_with_overrides_env_and_a_record() {
 
 #[test]
 fn generated_run_ids_and_xdg_cache_home() {
-    let home = tempfile::tempdir().unwrap();
-    let xdg = home.path().join("xdg");
-    nrl(home.path())
+    let home = context();
+    let xdg = home.home().join("xdg");
+    home.nrl()
         .env("XDG_CACHE_HOME", &xdg)
         .args(QUICKSTART)
         .arg("--local")
@@ -106,13 +101,14 @@ fn generated_run_ids_and_xdg_cache_home() {
     assert_eq!(names.len(), 1, "{names:?}");
     let id_shape = regex::Regex::new(r"^recipe-\d{8}-\d{6}-[a-z0-9]{4}\.json$").unwrap();
     assert!(id_shape.is_match(&names[0]), "{names:?}");
-    assert!(!runs_dir(home.path()).exists());
+    assert!(!runs_dir(home.home()).exists());
 }
 
 #[test]
 fn a_failing_entrypoint_exits_1_and_is_recorded_as_failed() {
-    let home = tempfile::tempdir().unwrap();
-    let out = nrl(home.path())
+    let home = context();
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--local", "--run-id", "qs-fail-1"])
         .arg(r#"infra.launch.env.QUICKSTART_FAIL="1""#)
@@ -123,27 +119,29 @@ fn a_failing_entrypoint_exits_1_and_is_recorded_as_failed() {
     assert!(stderr.contains("failing on purpose"), "{stderr}");
     assert!(stderr.contains("exited with code 3"), "{stderr}");
     assert!(stderr.contains("qs-fail-1/driver.log"), "{stderr}");
-    let rec = record(home.path(), "qs-fail-1");
+    let rec = record(home.home(), "qs-fail-1");
     assert_eq!(rec["status"], "failed");
     assert_eq!(rec["exit_code"], 3);
 }
 
 #[test]
 fn bad_run_ids_and_reused_ids_are_refused() {
-    let home = tempfile::tempdir().unwrap();
-    let out = nrl(home.path())
+    let home = context();
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--local", "--run-id", "Bad_Id"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("nrl::run::run_id"));
-    nrl(home.path())
+    home.nrl()
         .args(QUICKSTART)
         .args(["--local", "--run-id", "twice"])
         .assert()
         .success();
-    let out = nrl(home.path())
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--local", "--run-id", "twice"])
         .output()
@@ -157,10 +155,11 @@ fn bad_run_ids_and_reused_ids_are_refused() {
 /// nothing is recorded.
 #[test]
 fn without_a_mode_ray_address_in_the_environment_does_not_choose_one() {
-    let home = tempfile::tempdir().unwrap();
-    let out = nrl(home.path())
+    let home = context();
+    let out = home
+        .nrl()
         .env("RAY_ADDRESS", "http://127.0.0.1:1")
-        .env("KUBECONFIG", home.path().join("no-such-kubeconfig"))
+        .env("KUBECONFIG", home.home().join("no-such-kubeconfig"))
         .args(QUICKSTART)
         .output()
         .unwrap();
@@ -168,13 +167,14 @@ fn without_a_mode_ray_address_in_the_environment_does_not_choose_one() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("nrl::k8s::"), "{stderr}");
     assert!(!stderr.contains("127.0.0.1:1"), "{stderr}");
-    assert!(!runs_dir(home.path()).exists());
+    assert!(!runs_dir(home.home()).exists());
 }
 
 #[test]
 fn dry_run_prints_the_rayjob_with_the_preamble() {
-    let home = tempfile::tempdir().unwrap();
-    let out = nrl(home.path())
+    let home = context();
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--dry-run", "--run-id", "dry-1", "--ttl", "600"])
         .args(["--rayjob-name", "qs-job", "grpo.max_num_steps=2"])
@@ -222,13 +222,14 @@ fn dry_run_prints_the_rayjob_with_the_preamble() {
         "{entrypoint}"
     );
     // A dry run creates no run.
-    assert!(!runs_dir(home.path()).exists());
+    assert!(!runs_dir(home.home()).exists());
 }
 
 #[test]
 fn dry_run_with_code_in_the_image_lets_kuberay_submit_the_staged_entrypoint() {
-    let home = tempfile::tempdir().unwrap();
-    let out = nrl(home.path())
+    let home = context();
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--dry-run", "--run-id", "dry-2"])
         .args(["--code-source", "image", "--code-path", "/opt/code"])
@@ -253,7 +254,8 @@ fn dry_run_with_code_in_the_image_lets_kuberay_submit_the_staged_entrypoint() {
         entrypoint.ends_with("train.py --config /tmp/nrl-dry-2/nrl_run.yaml"),
         "{entrypoint}"
     );
-    let out = nrl(home.path())
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--dry-run", "--code-source", "image"])
         .output()
@@ -268,9 +270,10 @@ fn dry_run_with_code_in_the_image_lets_kuberay_submit_the_staged_entrypoint() {
 
 #[test]
 fn dry_run_validates_unless_told_not_to() {
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let bad_name = "infra.kuberay.training.name=Bad_Name";
-    let out = nrl(home.path())
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--dry-run", bad_name])
         .output()
@@ -279,7 +282,8 @@ fn dry_run_validates_unless_told_not_to() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty());
     assert_eq!(stderr.matches("nrl::render::name").count(), 1, "{stderr}");
-    let out = nrl(home.path())
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--dry-run", "--no-validate", bad_name])
         .output()
@@ -300,7 +304,7 @@ fn gone(pid: u32) -> bool {
 
 #[test]
 fn ctrl_c_stops_the_local_run_and_everything_it_started() {
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("recipe.yaml"), "steps: 1\n").unwrap();
     // The background sleep ignores SIGINT (a non-interactive shell's background job),
@@ -311,11 +315,8 @@ fn ctrl_c_stops_the_local_run_and_everything_it_started() {
          sleep 300 & echo \"bg=$!\"\n    echo \"fg=$$\"\n    sleep 300\n",
     )
     .unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("NRL_USER", "tester")
+    let mut child = home
+        .command()
         .args(["run", "recipe.yaml", "--infra", "infra.yaml", "--local"])
         .args(["--run-id", "sigint-1"])
         .current_dir(project.path())
@@ -351,7 +352,7 @@ fn ctrl_c_stops_the_local_run_and_everything_it_started() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let rec = record(home.path(), "sigint-1");
+    let rec = record(home.home(), "sigint-1");
     assert_eq!(rec["status"], "stopped");
 }
 
@@ -364,9 +365,10 @@ fn quickstart_runs_on_a_ray_dashboard() {
     let Some(head) = support::ray_head::shared() else {
         return;
     };
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let id = unique("qs-ray");
-    let out = nrl(home.path())
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--ray-address", head.address(), "--run-id", &id])
         .arg("grpo.max_num_steps=2")
@@ -388,12 +390,12 @@ fn quickstart_runs_on_a_ray_dashboard() {
     assert!(stderr.contains(&followup), "{stderr}");
     assert!(stderr.contains("SUCCEEDED"), "{stderr}");
 
-    let rec = record(home.path(), &id);
+    let rec = record(home.home(), &id);
     assert_eq!(rec["kind"], "ray");
     assert_eq!(rec["status"], "succeeded");
     assert_eq!(rec["ray"]["submission_id"], id.as_str());
     assert_eq!(rec["ray"]["address"], head.address());
-    let run_dir = runs_dir(home.path()).join(&id);
+    let run_dir = runs_dir(home.home()).join(&id);
     let log = std::fs::read_to_string(run_dir.join("driver.log")).unwrap();
     assert!(log.contains("Processed prompts: 100%"), "{log}");
     assert!(
@@ -408,9 +410,10 @@ fn a_failing_ray_run_exits_1() {
     let Some(head) = support::ray_head::shared() else {
         return;
     };
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let id = unique("qs-ray-fail");
-    let out = nrl(home.path())
+    let out = home
+        .nrl()
         .args(QUICKSTART)
         .args(["--ray-address", head.address(), "--run-id", &id])
         .args([
@@ -422,7 +425,7 @@ fn a_failing_ray_run_exits_1() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stderr.contains(&format!("run {id} FAILED")), "{stderr}");
-    let rec = record(home.path(), &id);
+    let rec = record(home.home(), &id);
     assert_eq!(rec["status"], "failed");
     assert_eq!(rec["exit_code"], 3);
 }
@@ -442,7 +445,7 @@ impl Drop for KillOnDrop {
 }
 
 /// Starts `nrl run --local` on a one-file project whose entrypoint is `script`.
-fn spawn_local(home: &Path, project: &Path, id: &str, script: &str) -> std::process::Child {
+fn spawn_local(ctx: &TestContext, project: &Path, id: &str, script: &str) -> std::process::Child {
     std::fs::write(project.join("recipe.yaml"), "steps: 1\n").unwrap();
     let indented: String = script.lines().map(|l| format!("    {l}\n")).collect();
     std::fs::write(
@@ -452,11 +455,7 @@ fn spawn_local(home: &Path, project: &Path, id: &str, script: &str) -> std::proc
         ),
     )
     .unwrap();
-    std::process::Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("NRL_USER", "tester")
+    ctx.command()
         .args(["run", "recipe.yaml", "--infra", "infra.yaml", "--local"])
         .args(["--run-id", id])
         .current_dir(project)
@@ -490,7 +489,7 @@ fn ctrl_c_ends_a_grandchild_that_escaped_into_a_new_session_and_ignores_sigterm(
         Path::new("/usr/bin/setsid").exists() || Path::new("/bin/setsid").exists(),
         "the test needs setsid (util-linux)"
     );
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let project = tempfile::tempdir().unwrap();
     // The subshell exits at once (double fork), the grandchild leads a new session and
     // ignores SIGTERM, SIGINT and SIGHUP: neither the group kill nor a TERM ends it.
@@ -499,7 +498,7 @@ fn ctrl_c_ends_a_grandchild_that_escaped_into_a_new_session_and_ignores_sigterm(
                   echo \"esc=$(cat esc.pid)\"\n\
                   echo \"fg=$$\"\n\
                   sleep 300\n";
-    let mut child = spawn_local(home.path(), project.path(), "escape-1", script);
+    let mut child = spawn_local(&home, project.path(), "escape-1", script);
     let nrl_guard = KillOnDrop(child.id());
     let pids = read_pids(&mut child, &["esc", "fg"]);
     let _guards: Vec<KillOnDrop> = pids.iter().map(|&p| KillOnDrop(p)).collect();
@@ -521,7 +520,7 @@ fn ctrl_c_ends_a_grandchild_that_escaped_into_a_new_session_and_ignores_sigterm(
             "process {pid} outlived nrl"
         );
     }
-    assert_eq!(record(home.path(), "escape-1")["status"], "stopped");
+    assert_eq!(record(home.home(), "escape-1")["status"], "stopped");
 }
 
 /// Kills the process group `pgid` when dropped.
@@ -540,26 +539,23 @@ impl Drop for KillGroupOnDrop {
 
 #[test]
 fn a_run_whose_nrl_was_sigkilled_is_lost_and_job_stop_ends_its_entrypoint() {
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let project = tempfile::tempdir().unwrap();
     let script = "echo started\necho \"fg=$$\"\nsleep 300\n";
-    let mut child = spawn_local(home.path(), project.path(), "lost-1", script);
+    let mut child = spawn_local(&home, project.path(), "lost-1", script);
     let nrl_pid = child.id();
     let nrl_guard = KillOnDrop(nrl_pid);
     let fg = read_pids(&mut child, &["fg"])[0];
     let _group = KillGroupOnDrop(fg);
-    assert_eq!(record(home.path(), "lost-1")["status"], "running");
+    assert_eq!(record(home.home(), "lost-1")["status"], "running");
     let pid = rustix::process::Pid::from_raw(nrl_pid as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     child.wait().unwrap();
     drop(nrl_guard);
     // The record on disk still says running; every reader now says lost.
-    assert_eq!(record(home.path(), "lost-1")["status"], "running");
+    assert_eq!(record(home.home(), "lost-1")["status"], "running");
 
-    let out = nrl(home.path())
-        .args(["job", "logs", "lost-1"])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["job", "logs", "lost-1"]).output().unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("started"), "{stdout}");
@@ -570,15 +566,12 @@ fn a_run_whose_nrl_was_sigkilled_is_lost_and_job_stop_ends_its_entrypoint() {
         )),
         "{stderr}"
     );
-    let rec = record(home.path(), "lost-1");
+    let rec = record(home.home(), "lost-1");
     assert_eq!(rec["status"], "lost");
     assert_eq!(rec["supervisor"]["pid"], nrl_pid);
     assert!(rec["local"]["start_time"].as_u64().is_some(), "{rec}");
 
-    let out = nrl(home.path())
-        .args(["job", "stop", "lost-1"])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["job", "stop", "lost-1"]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -588,13 +581,10 @@ fn a_run_whose_nrl_was_sigkilled_is_lost_and_job_stop_ends_its_entrypoint() {
         "{stderr}"
     );
     assert!(gone(fg), "the entrypoint {fg} is still running");
-    assert_eq!(record(home.path(), "lost-1")["status"], "stopped");
+    assert_eq!(record(home.home(), "lost-1")["status"], "stopped");
 
     // Nothing left to stop: the record says what became of the run.
-    let out = nrl(home.path())
-        .args(["job", "stop", "lost-1"])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["job", "stop", "lost-1"]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -605,10 +595,10 @@ fn a_run_whose_nrl_was_sigkilled_is_lost_and_job_stop_ends_its_entrypoint() {
 
 #[test]
 fn job_stop_of_a_running_local_run_stops_it_through_its_nrl() {
-    let home = tempfile::tempdir().unwrap();
+    let home = context();
     let project = tempfile::tempdir().unwrap();
     let mut child = spawn_local(
-        home.path(),
+        &home,
         project.path(),
         "live-1",
         "echo \"fg=$$\"\nsleep 300\n",
@@ -616,10 +606,7 @@ fn job_stop_of_a_running_local_run_stops_it_through_its_nrl() {
     let nrl_guard = KillOnDrop(child.id());
     let fg = read_pids(&mut child, &["fg"])[0];
     let _group = KillGroupOnDrop(fg);
-    let out = nrl(home.path())
-        .args(["job", "stop", "live-1"])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["job", "stop", "live-1"]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -633,5 +620,5 @@ fn job_stop_of_a_running_local_run_stops_it_through_its_nrl() {
     assert_eq!(child.wait().unwrap().code(), Some(130));
     drop(nrl_guard);
     assert!(gone(fg), "the entrypoint {fg} is still running");
-    assert_eq!(record(home.path(), "live-1")["status"], "stopped");
+    assert_eq!(record(home.home(), "live-1")["status"], "stopped");
 }
