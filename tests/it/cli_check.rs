@@ -3,7 +3,7 @@
 
 use predicates::prelude::*;
 
-use crate::support::context::{TestContext, nrl};
+use crate::support::context::{RunToEnd, TestContext, nrl, snapshot};
 use crate::support::data::*;
 
 fn qwen_args() -> Vec<String> {
@@ -79,76 +79,60 @@ fn manifests_only_to_file_reports_count() {
 
 #[test]
 fn summary_prints_namespace_image_and_roles() {
-    nrl()
-        .args(qwen_args())
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("namespace:   nemo-rl"))
-        .stdout(predicate::str::contains(
-            "training: alice-raycluster-qwen3-30b-math-gb300",
-        ))
-        .stdout(predicate::str::contains(
-            "workers 4x (4 segments x 1) cpu=132 mem=900Gi gpu=16",
-        ))
-        .stdout(predicate::str::contains(
-            "ComputeDomain: compute-domain-alice-raycluster-qwen3-30b-math-gb300-training",
-        ));
+    let ctx = TestContext::new();
+    let ran = ctx.nrl().args(qwen_args()).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, ran.stdout);
 }
 
 /// ref §7.6: summary with a head limit prints `training: rc-t` and `cpu=8`.
 #[test]
 fn summary_of_a_recipe_infra_block() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let r = dir.path().join("r.yaml");
+    let ctx = TestContext::new();
+    let r = ctx.home().join("r.yaml");
     std::fs::write(
         &r,
         "infra:\n  namespace: ns-a\n  image: img:1\n  kuberay:\n    training:\n      name: rc-t\n      spec:\n        headGroupSpec:\n          template:\n            spec:\n              containers:\n                - name: h\n                  resources: {limits: {cpu: '8', memory: 32Gi}}\n",
     )
     .expect("write");
-    nrl()
-        .arg("check")
-        .arg(&r)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("namespace:   ns-a"))
-        .stdout(predicate::str::contains("training: rc-t"))
-        .stdout(predicate::str::contains("cpu=8"))
-        .stdout(predicate::str::contains("workers (none — head-only)"));
+    let ran = ctx.nrl().arg("check").arg(&r).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, ran.stdout);
 }
 
 /// ref §7.6: no image → an error (nrl: exit 2, bad input).
 #[test]
 fn missing_image_is_bad_input() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let r = dir.path().join("r.yaml");
+    let ctx = TestContext::new();
+    let r = ctx.home().join("r.yaml");
     std::fs::write(&r, "infra:\n  namespace: ns-a\n").expect("write");
-    nrl()
-        .arg("check")
-        .arg(&r)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("nrl::config::required"))
-        .stderr(predicate::str::contains("`infra.image` is required"));
+    let ran = ctx.nrl().arg("check").arg(&r).run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, ran.stderr);
 }
 
 /// ref §7.6: --infra and a recipe `infra:` both present → error mentioning infra.
 #[test]
 fn infra_twice_is_bad_input() {
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args([
             "check",
             "tests/data/diag/recipe-with-infra.yaml",
             "--infra",
             "tests/data/diag/base-infra.yaml",
         ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("nrl::config::infra_twice"));
+        .run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, ran.stderr);
 }
 
 #[test]
 fn explain_names_layers_and_lines() {
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args(qwen_args())
         .args([
             "--explain",
@@ -156,55 +140,49 @@ fn explain_names_layers_and_lines() {
             "--explain",
             "policy.optimizer",
         ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(
-            "infra.kuberay.training.name = \"alice-raycluster-qwen3-30b-math-gb300\"",
-        ))
-        .stdout(predicate::str::contains(
-            "qwen3_30b_math_4n_4gpu.gb300.infra.yaml:153:11",
-        ))
-        .stdout(predicate::str::contains(
-            "grpo-qwen3-30ba3b-4n4g.yaml:20:14  null  <- wins",
-        ));
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, ran.stdout);
 }
 
 #[test]
 fn explain_of_an_override() {
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args(qwen_args())
         .args(["--explain", "infra.namespace"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("set by override"))
-        .stdout(predicate::str::contains("infra.namespace=nemo-rl  <- wins"));
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, ran.stdout);
 }
 
 #[test]
 fn unknown_override_key_suggests_and_exits_2() {
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args(qwen_args())
         .arg("grpo.max_num_stepz=3")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "did you mean `grpo.max_num_steps`?",
-        ));
+        .run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, ran.stderr);
 }
 
 #[test]
 fn schema_error_points_at_the_infra_line() {
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args([
             "check",
             "tests/data/diag/recipe.yaml",
             "--infra",
             "tests/data/diag/schema_nodeselecter.yaml",
         ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("schema_nodeselecter.yaml:16:15"))
-        .stderr(predicate::str::contains("did you mean `nodeSelector`?"));
+        .run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, ran.stderr);
 }
 
 #[test]
@@ -225,11 +203,10 @@ fn no_validate_skips_schema_checks() {
 
 #[test]
 fn missing_recipe_file_is_bad_input() {
-    nrl()
-        .args(["check", "does/not/exist.yaml"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("does/not/exist.yaml"));
+    let ctx = TestContext::new();
+    let ran = ctx.nrl().args(["check", "does/not/exist.yaml"]).run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, ran.stderr);
 }
 
 #[cfg(target_os = "linux")]

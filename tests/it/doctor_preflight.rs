@@ -232,24 +232,18 @@ async fn a_missing_queue_is_skipped_when_kai_is_not_asked_for() {
 
 #[test]
 fn nrl_doctor_runs_the_preflight_against_the_current_context() {
-    use assert_cmd::Command;
     use predicates::prelude::*;
+
+    use crate::support::context::TestContext;
     let fake = fake();
     let nrl = || {
-        let mut c = Command::cargo_bin("nrl").expect("binary");
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("NRL_K8S_USER", "alice")
-            .env("HOME", "/nonexistent/nrl-test-home")
-            .env("NO_COLOR", "1")
-            .envs(fake.env())
-            .current_dir(data::repo())
-            .args([
-                "doctor",
-                "tests/data/doctor/recipe.yaml",
-                "--infra",
-                "tests/data/doctor/infra.yaml",
-            ]);
+        let mut c = TestContext::with_fake(&fake).into_nrl();
+        c.args([
+            "doctor",
+            "tests/data/doctor/recipe.yaml",
+            "--infra",
+            "tests/data/doctor/infra.yaml",
+        ]);
         c
     };
     nrl()

@@ -12,6 +12,7 @@ use nrl::gym::session;
 use nrl::gym::state::Phase;
 use serde_json::Value as Json;
 
+use crate::support::context::TestContext;
 use crate::support::data;
 use crate::support::fake_k8s::{FakeK8s, FaultAction, FaultMatch, JobScript};
 
@@ -34,17 +35,12 @@ fn fake() -> FakeK8s {
     fake
 }
 
-fn nrl(fake: &FakeK8s, home: &std::path::Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("nrl").unwrap();
-    cmd.current_dir(data::repo())
-        .envs(fake.env())
-        .env("HOME", home)
-        .env_remove("XDG_CACHE_HOME")
+/// A fresh context on `fake`, with the token the gym configs read.
+fn context(fake: &FakeK8s) -> TestContext {
+    TestContext::with_fake(fake)
         .env("HF_TOKEN", TOKEN)
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .timeout(Duration::from_secs(60));
-    cmd
+        .columns(200)
+        .timeout(Duration::from_secs(60))
 }
 
 fn text(b: &[u8]) -> String {
@@ -61,11 +57,12 @@ fn row<'a>(table: &'a str, bench: &str) -> &'a str {
 #[test]
 fn three_benchmarks_one_failing_cli() {
     let fake = fake();
-    let home = tempfile::tempdir().unwrap();
+    let home = context(&fake);
     let run = "gym-e2e-three";
 
     // submit: watch to the end, exit 1 because `math` failed.
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .args(["gym", "submit", CONFIG, "--run-id", run])
         .output()
         .unwrap();
@@ -120,7 +117,7 @@ fn three_benchmarks_one_failing_cli() {
 
     // The record.
     let record: Json = serde_json::from_str(
-        &std::fs::read_to_string(home.path().join(".cache/nrl/runs/gym-e2e-three.json")).unwrap(),
+        &std::fs::read_to_string(home.home().join(".cache/nrl/runs/gym-e2e-three.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(record["kind"], "gym");
@@ -133,23 +130,22 @@ fn three_benchmarks_one_failing_cli() {
     );
 
     // status: same table from the cluster, exit 1.
-    let out = nrl(&fake, home.path())
-        .args(["gym", "status", run])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["gym", "status", run]).output().unwrap();
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(row(&stdout, "math").contains("driver exited 3"), "{stdout}");
     assert!(row(&stdout, "gpqa").contains("Succeeded"), "{stdout}");
 
     // logs: one benchmark's driver, a sidecar, and all benchmarks prefixed.
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .args(["gym", "logs", run, "math"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "Traceback: math harness crashed\n");
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .args(["gym", "logs", run, "math", "--container", "policy"])
         .output()
         .unwrap();
@@ -159,7 +155,8 @@ fn three_benchmarks_one_failing_cli() {
         "{}",
         text(&out.stderr)
     );
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .args(["gym", "logs", run, "math", "--container", "polcy"])
         .output()
         .unwrap();
@@ -169,10 +166,7 @@ fn three_benchmarks_one_failing_cli() {
         "{}",
         text(&out.stderr)
     );
-    let out = nrl(&fake, home.path())
-        .args(["gym", "logs", run])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["gym", "logs", run]).output().unwrap();
     let all = text(&out.stdout);
     assert!(
         all.contains("[gpqa] gpqa accuracy=0.41")
@@ -184,7 +178,8 @@ fn three_benchmarks_one_failing_cli() {
     // Another user's cancel is refused by the owner check before anything is deleted
     // (issue 15 item 8).
     fake.clear_request_log();
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .env("NRL_USER", "mallory")
         .args(["gym", "cancel", run])
         .output()
@@ -196,10 +191,7 @@ fn three_benchmarks_one_failing_cli() {
     assert!(fake.requests(|r| r.verb == "delete").is_empty());
 
     // cancel: the Jobs and the Secret are gone.
-    let out = nrl(&fake, home.path())
-        .args(["gym", "cancel", run])
-        .output()
-        .unwrap();
+    let out = home.nrl().args(["gym", "cancel", run]).output().unwrap();
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("context `fake`, namespace `evals`"));
@@ -478,16 +470,18 @@ fn follow_status_elsewhere_and_detach() {
             .running_for(Duration::from_millis(1500))
             .log("driver", "step 1"),
     );
-    let home = tempfile::tempdir().unwrap();
+    let home = context(&fake);
     let run = "gym-e2e-follow";
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .args(["gym", "submit", CONFIG, "--run-id", run, "--no-wait"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), format!("{run}\n"));
 
-    let out = nrl(&fake, home.path())
+    let out = home
+        .nrl()
         .args(["gym", "logs", run, "gpqa", "-f"])
         .output()
         .unwrap();
@@ -495,8 +489,9 @@ fn follow_status_elsewhere_and_detach() {
     assert_eq!(text(&out.stdout), "step 1\n");
 
     // No record on this "machine": the Jobs are found by label in the given namespace.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let out = nrl(&fake, elsewhere.path())
+    let elsewhere = context(&fake);
+    let out = elsewhere
+        .nrl()
         .args(["gym", "status", run, "-n", "evals"])
         .output()
         .unwrap();
@@ -505,7 +500,8 @@ fn follow_status_elsewhere_and_detach() {
     for b in ["gpqa", "math", "tau2"] {
         assert!(row(&stdout, b).contains("gym-gym-e2e-follow-"), "{stdout}");
     }
-    let out = nrl(&fake, elsewhere.path())
+    let out = elsewhere
+        .nrl()
         .args(["gym", "status", "gym-nothing", "-n", "evals"])
         .output()
         .unwrap();
@@ -517,13 +513,9 @@ fn follow_status_elsewhere_and_detach() {
         "*",
         JobScript::succeeds().running_for(Duration::from_secs(60)),
     );
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_nrl"))
-        .current_dir(data::repo())
+    let child = home
+        .command()
         .args(["gym", "submit", CONFIG, "--run-id", "gym-e2e-detach"])
-        .envs(fake.env())
-        .env("HOME", home.path())
-        .env("HF_TOKEN", TOKEN)
-        .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -26,6 +26,8 @@ use nrl::config::node::{KeyKind, Node, Value};
 use nrl::config::overrides::{self, Side};
 use serde_json::{Value as Json, json};
 
+use crate::support::context::TestContext;
+
 /// splitmix64: small, seedable, good enough to pick test inputs.
 struct Rng(u64);
 
@@ -453,13 +455,9 @@ fn nrl_in_process(dir: &Path, case: &Case) -> Result<Json, String> {
 
 /// nrl through the binary: `nrl check c.yaml OVERRIDES infra.image=i -o bundle.json`.
 fn nrl_binary(dir: &Path, case: &Case) -> Result<Json, String> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nrl"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", "/nonexistent/nrl-oracle-home")
-        .env("NRL_USER", "oracle")
-        .env("NO_COLOR", "1")
-        .envs(&case.env)
+    let ctx = TestContext::new().user("oracle").cwd(dir);
+    let mut cmd = ctx.command();
+    cmd.envs(&case.env)
         .current_dir(dir)
         .arg("check")
         .arg("c.yaml")

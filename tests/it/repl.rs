@@ -2,12 +2,12 @@
 //! (completion, multi-line input, history across sessions, Ctrl-C, a fake cluster) and
 //! piped input (line by line, exit codes).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::json;
 
-use crate::support::data::repo;
+use crate::support::context::TestContext;
 use crate::support::fake_k8s::FakeK8s;
 use crate::support::terminal::{CTRL_C, CTRL_D, TAB, Terminal, UP};
 
@@ -17,34 +17,28 @@ const FIRST_PROMPT: &str = "nrl> ";
 const PROMPT: &str = "\nnrl> ";
 const PLAN_PROMPT: &str = "\nnrl[plan]> ";
 
-/// `nrl repl` in the repository, with a private state directory (history) and no
-/// colour; `KUBECONFIG` points nowhere unless a test sets it.
-fn nrl_repl(state: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("nrl"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", state)
-        .env("XDG_STATE_HOME", state.join("state"))
-        .env("TERM", "xterm")
-        .env("NO_COLOR", "1")
-        .env("NRL_USER", "alice")
-        .env("KUBECONFIG", state.join("no-kubeconfig"))
-        .current_dir(repo())
-        .arg("repl");
-    cmd
+/// A fresh context for the console: a terminal type, its width from the terminal (no
+/// `COLUMNS`), a private state directory (history), and a `KUBECONFIG` that points
+/// nowhere unless a test sets it.
+fn context() -> TestContext {
+    let ctx = TestContext::new().env("TERM", "xterm").without("COLUMNS");
+    let state = ctx.home().join("state");
+    let kubeconfig = ctx.home().join("no-kubeconfig");
+    ctx.env("XDG_STATE_HOME", state)
+        .env("KUBECONFIG", kubeconfig)
 }
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("nrl-repl-")
-        .tempdir()
-        .expect("temp dir")
+/// `nrl repl` in `ctx`.
+fn nrl_repl(ctx: &TestContext) -> Command {
+    let mut cmd = ctx.command();
+    cmd.arg("repl");
+    cmd
 }
 
 #[test]
 fn completion_multi_line_input_and_ctrl_c_in_one_session() {
-    let state = tempdir();
-    let mut t = Terminal::spawn(nrl_repl(state.path()));
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
     t.wait_for(FIRST_PROMPT);
 
     // A built-in: `recip<Tab>` becomes `recipe(`.
@@ -89,22 +83,22 @@ fn completion_multi_line_input_and_ctrl_c_in_one_session() {
 
 #[test]
 fn history_is_recalled_in_the_next_session() {
-    let state = tempdir();
-    let mut first = Terminal::spawn(nrl_repl(state.path()));
+    let state = context();
+    let mut first = Terminal::spawn(nrl_repl(&state));
     first.wait_for(FIRST_PROMPT);
     first.line(r#""recall" + "ed-" + (6 * 7)"#);
     first.wait_for("recalled-42");
     first.wait_for(PROMPT);
     first.send(CTRL_D);
     assert_eq!(first.wait().code(), Some(0));
-    let history = state.path().join("state/nrl/history");
+    let history = state.home().join("state/nrl/history");
     assert!(
         std::fs::read_to_string(&history)
             .unwrap()
             .contains(r#""recall" + "ed-" + (6 * 7)"#)
     );
 
-    let mut second = Terminal::spawn(nrl_repl(state.path()));
+    let mut second = Terminal::spawn(nrl_repl(&state));
     second.wait_for(FIRST_PROMPT);
     second.send(UP).send(b"\r");
     second.wait_for("recalled-42");
@@ -136,8 +130,8 @@ fn a_session_against_the_fake_api_server() {
     let head = fake.pod_name("default", selector).unwrap();
     fake.append_pod_log("default", &head, None, "first line");
 
-    let state = tempdir();
-    let mut cmd = nrl_repl(state.path());
+    let state = context();
+    let mut cmd = nrl_repl(&state);
     cmd.env("KUBECONFIG", fake.kubeconfig_path());
     let mut t = Terminal::spawn(cmd);
     t.wait_for(FIRST_PROMPT);
@@ -199,8 +193,8 @@ fn a_session_against_the_fake_api_server() {
 
 /// Piped input: evaluated line by line, no prompt; the exit code follows the last input.
 fn piped(input: &str) -> (i32, String, String) {
-    let state = tempdir();
-    let out = assert_cmd::Command::from_std(nrl_repl(state.path()))
+    let state = context();
+    let out = assert_cmd::Command::from_std(nrl_repl(&state))
         .write_stdin(input)
         .timeout(std::time::Duration::from_secs(60))
         .output()
@@ -244,12 +238,12 @@ fn piped_exit_codes_follow_the_last_input() {
 
 #[test]
 fn preloaded_files_and_help() {
-    let dir = tempdir();
+    let dir = tempfile::tempdir().unwrap();
     let lib: PathBuf = dir.path().join("lib.rhai");
     std::fs::write(&lib, "/// Greets.\nfn greet(n) { `hello ${n}` }\n").unwrap();
-    let state = tempdir();
+    let state = context();
     let out = assert_cmd::Command::from_std({
-        let mut c = nrl_repl(state.path());
+        let mut c = nrl_repl(&state);
         c.arg(&lib);
         c
     })
@@ -277,8 +271,8 @@ fn ctrl_c_ends_a_piped_session_with_130() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
 
-    let state = tempdir();
-    let mut child = nrl_repl(state.path())
+    let state = context();
+    let mut child = nrl_repl(&state)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -5,7 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::script_host::{nrl, repo};
+use crate::support::context::{TestContext, nrl};
+use crate::support::script_host::repo;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -323,10 +324,10 @@ fn a_missing_script_is_bad_input() {
 
 #[test]
 fn ctrl_c_cancels_a_sleeping_builtin() {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("nrl"))
-        .current_dir(repo())
+    let ctx = TestContext::new();
+    let mut child = ctx
+        .command()
         .args(["script", "tests/data/script/sleep.rhai"])
-        .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -2,8 +2,9 @@
 //! playbook's own findings at config lines, reports that print as `nrl doctor` prints,
 //! and the preflight against the fake API server.
 
+use crate::support::context::nrl;
 use crate::support::fake_k8s::FakeK8s;
-use crate::support::script_host::{nrl, run, run_with};
+use crate::support::script_host::{run, run_with};
 
 /// A pair with one error (gpu_mismatch) and one warning (no_tolerations).
 const PAIR: &str = r#"let cfg = recipe("tests/data/doctor/gpu_mismatch.recipe.yaml",

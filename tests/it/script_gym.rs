@@ -1,5 +1,6 @@
 //! The `gym` built-ins and `scripts/gym_eval.rhai` against the fake API server.
 
+use crate::support::context;
 use crate::support::fake_k8s::{FakeK8s, JobScript};
 use crate::support::script_host;
 use crate::support::script_host::{Run, run_with};
@@ -258,7 +259,7 @@ fn options_are_checked() {
 
 #[test]
 fn the_playbook_dry_runs_the_example_through_the_binary() {
-    let out = script_host::nrl()
+    let out = context::nrl()
         .env("HF_TOKEN", "x")
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
         .args([
@@ -291,7 +292,7 @@ fn the_playbook_dry_runs_the_example_through_the_binary() {
 
 #[test]
 fn the_builtins_are_documented() {
-    let out = script_host::nrl()
+    let out = context::nrl()
         .args(["script", "--builtins"])
         .output()
         .unwrap();

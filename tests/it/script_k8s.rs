@@ -2,6 +2,7 @@
 //! Kubernetes API server (`support::fake_k8s`).
 
 use crate::support;
+use crate::support::context;
 use crate::support::fake_k8s::{FakeK8s, RayJobScript};
 use crate::support::script_host;
 use crate::support::script_host::{Run, run_with};
@@ -333,7 +334,7 @@ fn the_launch_playbook_runs_on_the_fake_cluster_with_a_real_ray_head() {
     fake.use_ray_dashboard(Some(head.address()));
     let run_id = format!("e2e-{:08x}", fastrand::u32(..));
     let train = script_host::repo().join("examples/quickstart/train.py");
-    let out = script_host::nrl()
+    let out = context::nrl()
         .envs(fake.env())
         .args(["script", "scripts/launch.rhai", "--"])
         .args(["--recipe", "examples/quickstart/recipe.yaml"])

@@ -2,9 +2,10 @@
 //! head on 127.0.0.1 (the one the test run shares, see `support::ray_head`). Skipped with a
 //! notice when Ray is not installed, failed under `CI=true`.
 
+use crate::support::context::nrl;
 use crate::support::ray_head::{self, RayHead};
 use crate::support::script_host;
-use crate::support::script_host::{nrl, run_with};
+use crate::support::script_host::run_with;
 
 fn head() -> Option<&'static RayHead> {
     ray_head::shared()

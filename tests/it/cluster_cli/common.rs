@@ -1,7 +1,8 @@
 //! Running `nrl` against a fake API server.
 
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::Output;
+
+use crate::support::context::{Nrl, TestContext};
 
 pub use crate::support::data::repo;
 pub use crate::support::fake_k8s::*;
@@ -20,59 +21,35 @@ pub fn infra() -> String {
         .to_string()
 }
 
-/// `nrl` with a clean environment pointed at `fake`, acting as user `alice`.
-pub fn nrl(fake: &FakeK8s) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_nrl"));
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", "/nonexistent/nrl-test-home")
-        .env("NRL_USER", "alice")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .current_dir(repo().join("tests/data/cluster"));
-    for (k, v) in fake.env() {
-        c.env(k, v);
-    }
-    c
+/// A fresh context (user alice) pointed at `fake`, in the cluster test data.
+pub fn context(fake: &FakeK8s) -> TestContext {
+    TestContext::with_fake(fake)
+        .cwd(repo().join("tests/data/cluster"))
+        .columns(200)
+}
+
+pub fn nrl(fake: &FakeK8s) -> Nrl {
+    context(fake).into_nrl()
+}
+
+/// `<cmd…> RECIPE --infra INFRA <args…>`.
+pub fn recipe_args(cmd: &[&str], args: &[&str]) -> Vec<String> {
+    let mut all: Vec<String> = cmd.iter().map(|a| a.to_string()).collect();
+    all.extend([recipe(), "--infra".into(), infra()]);
+    all.extend(args.iter().map(|a| a.to_string()));
+    all
 }
 
 /// `nrl <cmd…> RECIPE --infra INFRA <args…>`.
-pub fn with_recipe(fake: &FakeK8s, cmd: &[&str], args: &[&str]) -> Command {
+pub fn with_recipe(fake: &FakeK8s, cmd: &[&str], args: &[&str]) -> Nrl {
     let mut c = nrl(fake);
-    c.args(cmd)
-        .arg(recipe())
-        .arg("--infra")
-        .arg(infra())
-        .args(args);
+    c.args(recipe_args(cmd, args));
     c
 }
 
-/// Run and capture, with a deadline so a hang fails the test instead of blocking it.
-pub fn run(mut c: Command) -> Output {
-    use std::io::Read;
-    c.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().expect("nrl starts");
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("nrl did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let status = child.wait().expect("wait");
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
-    Output {
-        status,
-        stdout: out,
-        stderr: err,
-    }
+/// Run and capture; the context's timeout (120 s) fails a hang instead of blocking.
+pub fn run(mut c: Nrl) -> Output {
+    c.output().expect("nrl finishes within its timeout")
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -84,7 +61,7 @@ pub fn stderr(o: &Output) -> String {
 }
 
 /// Run, assert success, return (stdout, stderr).
-pub fn ok(c: Command) -> (String, String) {
+pub fn ok(c: Nrl) -> (String, String) {
     let o = run(c);
     assert!(
         o.status.success(),
@@ -97,7 +74,7 @@ pub fn ok(c: Command) -> (String, String) {
 }
 
 /// Run, assert the exit code, return stderr.
-pub fn fails(c: Command, code: i32) -> String {
+pub fn fails(c: Nrl, code: i32) -> String {
     let o = run(c);
     assert_eq!(
         o.status.code(),

@@ -32,7 +32,8 @@ fn cluster_dashboard_reaches_a_real_ray_heads_api() {
         &["--role", "training"],
     ));
 
-    let mut c = nrl(&fake);
+    let ctx = context(&fake);
+    let mut c = ctx.command();
     c.args([
         "cluster",
         "dashboard",

@@ -45,7 +45,10 @@ fn a_watch_dropped_mid_wait_resumes_without_missing_ready() {
         FaultAction::DropWatchAfter(1),
         Some(1),
     );
-    let mut child = with_recipe(&fake, &["cluster", "up"], &["--role", "training"])
+    let ctx = context(&fake);
+    let mut child = ctx
+        .command()
+        .args(recipe_args(&["cluster", "up"], &["--role", "training"]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -108,22 +111,24 @@ fn a_stalled_watch_is_reestablished_well_before_the_deadline() {
         Some(1),
     );
     let started = std::time::Instant::now();
-    let mut child = with_recipe(
-        &fake,
-        &["cluster", "up"],
-        &[
-            "--role",
-            "training",
-            "--timeout",
-            "120s",
-            "--watch-timeout",
-            "2s",
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let ctx = context(&fake);
+    let mut child = ctx
+        .command()
+        .args(recipe_args(
+            &["cluster", "up"],
+            &[
+                "--role",
+                "training",
+                "--timeout",
+                "120s",
+                "--watch-timeout",
+                "2s",
+            ],
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     assert!(fake.wait_until_blocking(Duration::from_secs(30), |f| {
         !f.requests(|r| r.watch && r.resource.as_deref() == Some("rayclusters"))
             .is_empty()

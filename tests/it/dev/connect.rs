@@ -75,12 +75,8 @@ fn connect_creates_the_pod_waits_and_runs_a_command() {
 #[test]
 fn stdin_is_forwarded_without_a_terminal() {
     let env = DevEnv::new();
-    let mut child = std::process::Command::new(DevEnv::nrl_path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NRL_USER", USER)
-        .env("HOME", env.home())
-        .env("KUBECONFIG", env.fake.kubeconfig_path())
+    let mut child = env
+        .command()
         .args(["dev", "connect", "--", "sh", "-c", "tr a-z A-Z"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -53,14 +53,8 @@ fn an_interactive_session_through_a_pseudo_terminal() {
     let term = pty::open().expect("a pty");
     pty::resize(term.leader.as_raw_fd(), 100, 40);
     let stdio = || Stdio::from(term.follower.try_clone().expect("dup follower"));
-    let mut cmd = std::process::Command::new(DevEnv::nrl_path());
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NRL_USER", USER)
-        .env("HOME", env.home())
-        .env("NO_COLOR", "1")
-        .env("KUBECONFIG", env.fake.kubeconfig_path())
-        .args(["dev", "connect", "--", "sh", "-c", SCRIPT])
+    let mut cmd = env.command();
+    cmd.args(["dev", "connect", "--", "sh", "-c", SCRIPT])
         .stdin(stdio())
         .stdout(stdio())
         .stderr(stdio());

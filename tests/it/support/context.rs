@@ -137,11 +137,6 @@ impl TestContext {
         c
     }
 
-    /// The same command as a tokio `Command` (for async tests that interact with it).
-    pub fn tokio_command(&self) -> tokio::process::Command {
-        tokio::process::Command::from(self.command())
-    }
-
     fn assert_cmd(&self) -> assert_cmd::Command {
         let mut c = assert_cmd::Command::from_std(self.command());
         c.timeout(self.timeout);
@@ -201,6 +196,40 @@ impl DerefMut for Nrl {
         &mut self.cmd
     }
 }
+
+/// What one command did, its output as text.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// `.run()` at the end of a command chain (`ctx.nrl().args(…).run()`).
+pub trait RunToEnd {
+    /// Run to the end (within the context's timeout) and keep what it printed.
+    fn run(&mut self) -> Ran;
+}
+
+impl RunToEnd for assert_cmd::Command {
+    fn run(&mut self) -> Ran {
+        let out = self.output().expect("nrl finishes within its timeout");
+        Ran {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// `insta::assert_snapshot!` under `ctx`'s filters (its HOME, the repository, the
+/// fake's port): `snapshot!(ctx, ran.stdout)`.
+macro_rules! snapshot {
+    ($ctx:expr, $value:expr) => {
+        $ctx.snapshot_settings()
+            .bind(|| insta::assert_snapshot!($value))
+    };
+}
+pub(crate) use snapshot;
 
 #[test]
 fn commands_see_only_the_context_environment() {

@@ -1,11 +1,12 @@
 //! Shared helpers: a fake cluster plus a hermetic environment for the `nrl` binary.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
 pub use serde_json::{Value, json};
 
+use crate::support::context::{Nrl, TestContext};
 pub use crate::support::fake_k8s::*;
 
 pub const USER: &str = "alice";
@@ -16,7 +17,8 @@ pub const IMAGE: &str = "busybox:1.36";
 /// A fake cluster and a home directory with user defaults for the dev pod.
 pub struct DevEnv {
     pub fake: FakeK8s,
-    pub home: tempfile::TempDir,
+    /// The user's HOME (with their defaults) and the fake's kubeconfig.
+    ctx: TestContext,
 }
 
 impl DevEnv {
@@ -31,41 +33,32 @@ impl DevEnv {
 
     /// No user defaults at all.
     pub fn bare() -> DevEnv {
-        DevEnv {
-            fake: FakeK8s::start(),
-            home: tempfile::Builder::new()
-                .prefix("nrl-dev-home-")
-                .tempdir()
-                .expect("home dir"),
-        }
+        let fake = FakeK8s::start();
+        let ctx = TestContext::with_fake(&fake)
+            .user(USER)
+            .columns(200)
+            .timeout(Duration::from_secs(60));
+        DevEnv { fake, ctx }
     }
 
     pub fn write_defaults(&self, text: &str) {
-        let dir = self.home.path().join(".config/nrl");
+        let dir = self.home().join(".config/nrl");
         std::fs::create_dir_all(&dir).expect("config dir");
         std::fs::write(dir.join("defaults.yaml"), text).expect("defaults");
     }
 
     pub fn home(&self) -> &Path {
-        self.home.path()
+        self.ctx.home()
     }
 
     /// `nrl` with only this environment: user alice, the fake's kubeconfig.
-    pub fn nrl(&self) -> assert_cmd::Command {
-        let mut c = assert_cmd::Command::cargo_bin("nrl").expect("binary built");
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("NRL_USER", USER)
-            .env("HOME", self.home())
-            .env("NO_COLOR", "1")
-            .env("COLUMNS", "200")
-            .env("KUBECONFIG", self.fake.kubeconfig_path())
-            .timeout(Duration::from_secs(60));
-        c
+    pub fn nrl(&self) -> Nrl {
+        self.ctx.nrl()
     }
 
-    pub fn nrl_path() -> PathBuf {
-        assert_cmd::cargo::cargo_bin("nrl")
+    /// The same, to spawn and interact with.
+    pub fn command(&self) -> std::process::Command {
+        self.ctx.command()
     }
 
     pub fn pod(&self) -> Option<Value> {

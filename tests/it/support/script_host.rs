@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use nrl::config::env::MapEnv;
 use nrl::diag::{Diag, Exit};
@@ -123,23 +122,4 @@ pub fn output_of(text: &str) -> String {
     let r = run(text);
     r.ok();
     r.stdout()
-}
-
-/// The `nrl` binary, hermetic: no colour, wide, user alice, no kube or Ray defaults.
-pub fn nrl() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("nrl").expect("nrl binary");
-    cmd.current_dir(repo())
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "100")
-        .env("NRL_USER", "alice")
-        .env("HOME", "/nonexistent/nrl-test-home")
-        // Run records stay in the build's scratch space (HOME is not writable, or should
-        // not be written).
-        .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
-        .env_remove("NRL_PATH")
-        .env_remove("RAY_ADDRESS")
-        .env_remove("NRL_DEFAULTS")
-        .env_remove("NRL_K8S_DEFAULTS")
-        .timeout(Duration::from_secs(120));
-    cmd
 }
