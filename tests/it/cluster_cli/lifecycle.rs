@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::common::*;
+use crate::support::context::{AGE, snapshot};
 use crate::support::stub_ray::StubRay;
 
 fn applies(fake: &FakeK8s) -> Vec<(String, String)> {
@@ -121,17 +122,7 @@ fn up_status_logs_list_down() {
 
     // ---- status -----------------------------------------------------------------------
     let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
-    let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 4, "{table}");
-    assert!(lines[0].starts_with("ROLE"), "{table}");
-    let row = |role: &str| *lines.iter().find(|l| l.starts_with(role)).unwrap();
-    assert!(row("generation").contains("ready"), "{table}");
-    assert!(
-        row("generation").contains("2/2 ready: 2 Running"),
-        "{table}"
-    );
-    assert!(row("gym").contains("gym-daemon=RUNNING"), "{table}");
-    assert!(row("training").contains("Running"), "{table}");
+    snapshot!(context(&fake), "status_table", table);
     let (json_out, _) = ok(with_recipe(&fake, &["status"], &["-o", "json"]));
     let rows: Value = serde_json::from_str(&json_out).unwrap();
     assert_eq!(rows[2]["role"], "training");
@@ -181,22 +172,12 @@ fn up_status_logs_list_down() {
         c.args(["cluster", "list"]);
         c
     });
-    let lines: Vec<&str> = list.lines().collect();
-    assert_eq!(lines.len(), 4, "{list}");
-    assert!(lines[0].starts_with("NAME") && lines[0].contains("WORKERS READY"));
-    assert!(
-        lines[1].starts_with("rc-gen")
-            && lines[1].contains("ready")
-            && lines[1].contains("alice")
-            && lines[1].ends_with("2/2"),
-        "{list}"
-    );
+    snapshot!(context(&fake).filter(AGE, "[AGE]  "), "list_table", list);
 
     // ---- up again: nothing changes, nothing is resubmitted -------------------------------
     fake.clear_request_log();
     let (out, _) = ok(with_recipe(&fake, &["cluster", "up"], &[]));
-    assert!(out.contains("RayCluster rc-gen unchanged, ready"), "{out}");
-    assert!(out.contains("daemon gym-daemon kept"), "{out}");
+    snapshot!(context(&fake), "up_again", out);
     let rc_writes = fake.requests(|r| {
         r.is_apply() && !r.is_dry_run() && r.resource.as_deref() == Some("rayclusters")
     });
@@ -477,10 +458,7 @@ fn bad_input_fails_before_any_request() {
 fn status_and_logs_of_clusters_that_are_not_there() {
     let fake = FakeK8s::start();
     let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
-    assert!(
-        table.lines().nth(1).unwrap().contains("(not found)"),
-        "{table}"
-    );
+    snapshot!(context(&fake), "status_not_found", table);
     let err = fails(
         with_recipe(
             &fake,
@@ -519,7 +497,7 @@ fn status_and_logs_of_clusters_that_are_not_there() {
         f.pods("default", "ray.io/cluster=rc-train").len() == 2
     }));
     let (table, _) = ok(with_recipe(&fake, &["status"], &[]));
-    assert!(table.contains("Pending (Unschedulable)"), "{table}");
+    snapshot!(context(&fake), "status_unschedulable", table);
 }
 
 #[test]

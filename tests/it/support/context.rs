@@ -32,6 +32,8 @@ pub struct TestContext {
     timeout: Duration,
     /// Text → placeholder pairs for snapshots (literal, not regex).
     redactions: Vec<(String, &'static str)>,
+    /// Regex → placeholder pairs for snapshots (what varies from run to run).
+    filters: Vec<(&'static str, &'static str)>,
 }
 
 impl Default for TestContext {
@@ -60,6 +62,7 @@ impl TestContext {
             ],
             timeout: Duration::from_secs(120),
             redactions,
+            filters: Vec::new(),
         }
     }
 
@@ -113,6 +116,12 @@ impl TestContext {
         self
     }
 
+    /// Replace what matches `regex` by `placeholder` in this context's snapshots.
+    pub fn filter(mut self, regex: &'static str, placeholder: &'static str) -> TestContext {
+        self.filters.push((regex, placeholder));
+        self
+    }
+
     pub fn home(&self) -> &Path {
         self.home.path()
     }
@@ -156,15 +165,24 @@ impl TestContext {
     /// ctx.snapshot_settings().bind_to_scope();`) around the snapshot assertions.
     pub fn snapshot_settings(&self) -> insta::Settings {
         let mut s = insta::Settings::clone_current();
+        // All of the binary's snapshots in one directory, modules in subdirectories too.
+        s.set_snapshot_path(repo().join("tests/it/snapshots"));
         // Longest first, so a HOME inside the repository is not half-replaced.
         let mut pairs = self.redactions.clone();
         pairs.sort_by_key(|(text, _)| std::cmp::Reverse(text.len()));
         for (text, placeholder) in pairs {
             s.add_filter(&regex::escape(&text), placeholder);
         }
+        for (regex, placeholder) in &self.filters {
+            s.add_filter(regex, *placeholder);
+        }
         s
     }
 }
+
+/// An AGE column, header and values (`5s`, `3m`, `2h`, `1d`) with their padding, so
+/// `filter(AGE, "[AGE]  ")` keeps a table stable when an age gains a digit.
+pub const AGE: &str = r"\b(AGE|\d+[smhd])\b +";
 
 /// The path of the built `nrl` binary.
 pub fn nrl_path() -> PathBuf {
@@ -222,11 +240,16 @@ impl RunToEnd for assert_cmd::Command {
 }
 
 /// `insta::assert_snapshot!` under `ctx`'s filters (its HOME, the repository, the
-/// fake's port): `snapshot!(ctx, ran.stdout)`.
+/// fake's port): `snapshot!(ctx, ran.stdout)`, or `snapshot!(ctx, "name", text)` for
+/// several in one test.
 macro_rules! snapshot {
     ($ctx:expr, $value:expr) => {
         $ctx.snapshot_settings()
             .bind(|| insta::assert_snapshot!($value))
+    };
+    ($ctx:expr, $name:expr, $value:expr) => {
+        $ctx.snapshot_settings()
+            .bind(|| insta::assert_snapshot!($name, $value))
     };
 }
 pub(crate) use snapshot;
