@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::support::context::nrl;
+use crate::support::context::{RunToEnd, TestContext, nrl, snapshot};
 
 fn pair(recipe: &str, infra: &str) -> Vec<String> {
     vec![
@@ -58,25 +58,26 @@ fn doctor_offline_reports_and_exits_2_on_errors() {
         .assert()
         .success()
         .stdout("doctor: no problems found\n");
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args(["doctor", "--offline"])
         .args(pair("shell.recipe.yaml", "webhook.infra.yaml"))
-        .assert()
-        .code(2)
-        .stdout(predicate::str::contains("nrl::doctor::shell_expansion"))
-        .stdout(predicate::str::contains("nrl::doctor::webhook_conflict"))
-        .stdout(predicate::str::contains("doctor: 4 errors, 0 warnings"));
+        .run();
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    snapshot!(ctx, "report", ran.stdout);
 }
 
 #[test]
 fn doctor_code_source_flag_enables_the_upload_rules() {
-    nrl()
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
         .args(["doctor", "--offline", "--code-source", "upload"])
         .args(pair("recipe.yaml", "infra.yaml"))
-        .assert()
-        .code(2)
-        .stdout(predicate::str::contains("nrl::doctor::upload_unused"))
-        .stdout(predicate::str::contains("--code-source upload"));
+        .run();
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    snapshot!(ctx, "upload_report", ran.stdout);
     nrl()
         .args(["doctor", "--offline", "--code-source", "floppy"])
         .args(pair("recipe.yaml", "infra.yaml"))
@@ -89,18 +90,15 @@ fn doctor_code_source_flag_enables_the_upload_rules() {
 
 #[test]
 fn doctor_without_a_cluster_shows_the_offline_report_then_fails_with_3() {
-    nrl()
+    let ctx = TestContext::new().env("KUBECONFIG", "/nonexistent/kubeconfig");
+    let ran = ctx
+        .nrl()
         .arg("doctor")
         .args(pair("gpu_fewer.recipe.yaml", "infra.yaml"))
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .assert()
-        .code(3)
-        .stdout(predicate::str::contains("nrl::doctor::gpu_mismatch"))
-        .stdout(predicate::str::contains(
-            "doctor (offline rules only): 0 errors, 1 warning",
-        ))
-        .stderr(predicate::str::contains("nrl::k8s::"))
-        .stderr(predicate::str::contains("--offline"));
+        .run();
+    assert_eq!(ran.code, Some(3));
+    snapshot!(ctx, "offline_report", ran.stdout);
+    snapshot!(ctx, "no_cluster", ran.stderr);
 }
 
 #[test]
