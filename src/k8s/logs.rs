@@ -14,6 +14,7 @@ use super::client::K8s;
 use serde_json::Value as Json;
 
 use super::errors::Action;
+use super::status::PodStatus;
 use crate::diag::{Diag, Result};
 
 #[derive(Debug, Clone, Default)]
@@ -156,10 +157,7 @@ impl K8s {
     /// Whether a pod still exists and has not terminated.
     async fn pod_alive(&self, ns: &str, pod: &str) -> bool {
         match self.get(&pods_resource(), ns, pod).await {
-            Ok(Some(p)) => !matches!(
-                p.pointer("/status/phase").and_then(Json::as_str),
-                Some("Succeeded" | "Failed")
-            ),
+            Ok(Some(p)) => !PodStatus::of(&p).is_finished(),
             _ => false,
         }
     }

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use super::client::K8s;
 use super::errors::Action;
+use super::status::PodStatus;
 use crate::diag::{Diag, Result};
 
 const CODE: &str = "nrl::k8s::portforward";
@@ -282,8 +283,7 @@ impl K8s {
         let ar = ApiResource::erase::<Pod>(&());
         let pods = self.list(&ar, ns, Some(selector)).await?;
         Ok(pods.into_iter().find(|p| {
-            p.pointer("/status/phase").and_then(Json::as_str) == Some("Running")
-                && p.pointer("/metadata/deletionTimestamp").is_none()
+            PodStatus::of(p).is_running() && p.pointer("/metadata/deletionTimestamp").is_none()
         }))
     }
 

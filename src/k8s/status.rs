@@ -1,6 +1,6 @@
 //! Typed, read-only views of the `status` of the objects nrl waits on: KubeRay v1.5.1
-//! `RayJob` and `RayCluster` (`ray-operator/apis/ray/v1/{rayjob,raycluster}_types.go`)
-//! and batch/v1 `Job`. Each status field is read here and nowhere else; the facts
+//! `RayJob` and `RayCluster` (`ray-operator/apis/ray/v1/{rayjob,raycluster}_types.go`),
+//! batch/v1 `Job`, core/v1 `Pod` and apps/v1 `Deployment`. Each status field is read here and nowhere else; the facts
 //! callers decide from them (terminal, suspended, ready, finished) are methods.
 //!
 //! A view of an object without a status (or of a field of the wrong JSON type) is the
@@ -212,6 +212,229 @@ impl JobStatus {
     }
 }
 
+/// How a container terminated (`state.terminated`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Terminated {
+    pub exit_code: Option<i64>,
+    pub reason: Option<String>,
+}
+
+/// Why a container waits (`state.waiting`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// One entry of a pod's `containerStatuses` or `initContainerStatuses`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerStatus {
+    pub name: String,
+    pub ready: bool,
+    /// `restartCount`; 0 when unset.
+    pub restart_count: i64,
+    pub waiting: Option<Waiting>,
+    /// `state.running` is set.
+    pub running: bool,
+    pub terminated: Option<Terminated>,
+}
+
+impl ContainerStatus {
+    /// Running or terminated: it has a log.
+    pub fn has_started(&self) -> bool {
+        self.running || self.terminated.is_some()
+    }
+}
+
+fn container_statuses(status: Option<&Json>, key: &str) -> Vec<ContainerStatus> {
+    let Some(list) = status.and_then(|s| s.get(key)).and_then(Json::as_array) else {
+        return Vec::new();
+    };
+    // Every entry is kept (a malformed one as the default) so indices match the list.
+    list.iter()
+        .map(|c| {
+            let state = c.get("state");
+            let part = |name: &str| state.and_then(|s| s.get(name)).filter(|v| v.is_object());
+            let c = Some(c);
+            ContainerStatus {
+                name: text(c, "name").unwrap_or_default(),
+                ready: c.and_then(|c| c.get("ready")).and_then(Json::as_bool) == Some(true),
+                restart_count: int(c, "restartCount").unwrap_or(0),
+                waiting: part("waiting").map(|w| Waiting {
+                    reason: text(Some(w), "reason"),
+                    message: text(Some(w), "message"),
+                }),
+                running: part("running").is_some(),
+                terminated: part("terminated").map(|t| Terminated {
+                    exit_code: int(Some(t), "exitCode"),
+                    reason: text(Some(t), "reason"),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// core/v1 `PodStatus`, as written (an empty `phase` stays `Some("")`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodStatus {
+    /// `phase`: `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
+    pub phase: Option<String>,
+    /// `reason`: why the pod is in this phase (`Evicted`, …).
+    pub reason: Option<String>,
+    pub conditions: Vec<Condition>,
+    /// `containerStatuses`
+    pub containers: Vec<ContainerStatus>,
+    /// `initContainerStatuses`
+    pub init_containers: Vec<ContainerStatus>,
+}
+
+impl PodStatus {
+    pub fn of(obj: &Json) -> PodStatus {
+        let status = obj.get("status");
+        PodStatus {
+            phase: text(status, "phase"),
+            reason: text(status, "reason"),
+            conditions: conditions(status),
+            containers: container_statuses(status, "containerStatuses"),
+            init_containers: container_statuses(status, "initContainerStatuses"),
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.phase.as_deref() == Some("Running")
+    }
+
+    /// `Succeeded` or `Failed`: its containers will not run again.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Running with condition `Ready` True (KubeRay `utils/util.go: IsRunningAndReady`).
+    pub fn is_ready(&self) -> bool {
+        self.is_running() && find(&self.conditions, "Ready").is_some_and(Condition::is_true)
+    }
+
+    /// The `PodScheduled=False` condition: the scheduler found no node (its reason and
+    /// message say why).
+    pub fn unschedulable(&self) -> Option<&Condition> {
+        self.conditions
+            .iter()
+            .find(|c| c.kind == "PodScheduled" && c.status == "False")
+    }
+
+    /// The status of the (main) container `name`.
+    pub fn container(&self, name: &str) -> Option<&ContainerStatus> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+
+    /// Main containers, then init containers.
+    pub fn all_containers(&self) -> impl Iterator<Item = &ContainerStatus> {
+        self.containers.iter().chain(&self.init_containers)
+    }
+
+    /// Whether the main or init container `name` has started (so it has a log).
+    pub fn container_started(&self, name: &str) -> bool {
+        self.all_containers()
+            .any(|c| c.name == name && c.has_started())
+    }
+
+    /// How the first listed main container terminated, if it did.
+    pub fn first_container_terminated(&self) -> Option<&Terminated> {
+        self.containers.first()?.terminated.as_ref()
+    }
+
+    /// The first waiting reason among the main containers.
+    pub fn waiting_reason(&self) -> Option<&str> {
+        self.containers
+            .iter()
+            .find_map(|c| c.waiting.as_ref()?.reason.as_deref())
+    }
+
+    /// Restarts of the main containers, summed.
+    pub fn restarts(&self) -> i64 {
+        self.containers.iter().map(|c| c.restart_count).sum()
+    }
+}
+
+/// apps/v1 `DeploymentStatus`; counts are 0 when unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeploymentStatus {
+    pub observed_generation: i64,
+    /// Pods of any template (old and new).
+    pub replicas: i64,
+    /// Pods of the current template.
+    pub updated_replicas: i64,
+    pub available_replicas: i64,
+    pub conditions: Vec<Condition>,
+}
+
+/// Where a Deployment's rollout stands ([`DeploymentStatus::rollout`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rollout {
+    /// The controller has not observed the current `metadata.generation` yet.
+    SpecNotObserved,
+    /// `Progressing` has reason `ProgressDeadlineExceeded`: it will not finish by itself.
+    DeadlineExceeded,
+    /// Fewer pods of the new template than `spec.replicas`.
+    Updating {
+        updated: i64,
+        want: i64,
+    },
+    /// Old pods still running.
+    OldReplicasLeft(i64),
+    /// New pods not yet available.
+    Unavailable {
+        available: i64,
+        updated: i64,
+    },
+    Complete,
+}
+
+impl DeploymentStatus {
+    pub fn of(obj: &Json) -> DeploymentStatus {
+        let status = obj.get("status");
+        let count = |key: &str| int(status, key).unwrap_or(0);
+        DeploymentStatus {
+            observed_generation: count("observedGeneration"),
+            replicas: count("replicas"),
+            updated_replicas: count("updatedReplicas"),
+            available_replicas: count("availableReplicas"),
+            conditions: conditions(status),
+        }
+    }
+
+    /// The rollout of the spec at `generation` asking for `want` replicas, in the order
+    /// `kubectl rollout status` checks (kubectl `pkg/polymorphichelpers/rollout_status.go:
+    /// DeploymentStatusViewer.Status`): generation observed, progress deadline, updated,
+    /// old replicas gone, updated available. Complete is what
+    /// <https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#complete-deployment>
+    /// defines: all replicas updated and available, no old ones running.
+    pub fn rollout(&self, generation: i64, want: i64) -> Rollout {
+        if generation > self.observed_generation {
+            return Rollout::SpecNotObserved;
+        }
+        if find(&self.conditions, "Progressing").and_then(|c| c.reason.as_deref())
+            == Some("ProgressDeadlineExceeded")
+        {
+            return Rollout::DeadlineExceeded;
+        }
+        let (updated, replicas, available) = (
+            self.updated_replicas,
+            self.replicas,
+            self.available_replicas,
+        );
+        if updated < want {
+            Rollout::Updating { updated, want }
+        } else if replicas > updated {
+            Rollout::OldReplicasLeft(replicas - updated)
+        } else if available < updated {
+            Rollout::Unavailable { available, updated }
+        } else {
+            Rollout::Complete
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +537,180 @@ mod tests {
         let none = JobStatus::of(&json!({"metadata": {}}));
         assert_eq!(none, JobStatus::default());
         assert!(!none.is_finished());
+    }
+
+    #[test]
+    fn pod_phase_facts() {
+        let pod = |phase: Json| PodStatus::of(&json!({"status": {"phase": phase}}));
+        assert!(pod(json!("Running")).is_running());
+        for p in ["Succeeded", "Failed"] {
+            assert!(
+                pod(json!(p)).is_finished() && !pod(json!(p)).is_running(),
+                "{p}"
+            );
+        }
+        // Unknown, empty or wrongly typed phases decide nothing.
+        for p in [
+            json!("Unknown"),
+            json!("Evicting"),
+            json!(""),
+            json!(1),
+            json!(null),
+        ] {
+            let s = pod(p.clone());
+            assert!(!s.is_running() && !s.is_finished() && !s.is_ready(), "{p}");
+        }
+        assert_eq!(pod(json!("")).phase.as_deref(), Some(""));
+        assert_eq!(pod(json!(1)).phase, None);
+        let none = PodStatus::of(&json!({"metadata": {"name": "p"}}));
+        assert_eq!(none, PodStatus::default());
+        assert!(none.unschedulable().is_none() && none.first_container_terminated().is_none());
+        assert_eq!((none.restarts(), none.waiting_reason()), (0, None));
+        assert_eq!(
+            PodStatus::of(&json!({"status": "Running"})),
+            PodStatus::default()
+        );
+    }
+
+    #[test]
+    fn pod_ready_needs_running_and_the_ready_condition() {
+        let pod = |phase: &str, ready: &str| {
+            PodStatus::of(&json!({"status": {"phase": phase,
+                "conditions": [{"type": "Ready", "status": ready}]}}))
+        };
+        assert!(pod("Running", "True").is_ready());
+        assert!(!pod("Running", "False").is_ready());
+        assert!(!pod("Running", "Unknown").is_ready());
+        assert!(!pod("Pending", "True").is_ready());
+        assert!(!PodStatus::of(&json!({"status": {"phase": "Running"}})).is_ready());
+    }
+
+    #[test]
+    fn unschedulable_pods_say_why() {
+        let s = PodStatus::of(&json!({"status": {"phase": "Pending", "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}));
+        let c = s
+            .unschedulable()
+            .map(|c| (c.reason.as_deref(), c.message.as_deref()));
+        assert_eq!(
+            c,
+            Some((
+                Some("Unschedulable"),
+                Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+            ))
+        );
+        let scheduled = PodStatus::of(&json!({"status": {"conditions": [
+            {"type": "PodScheduled", "status": "True"}]}}));
+        assert!(scheduled.unschedulable().is_none());
+    }
+
+    #[test]
+    fn container_statuses() {
+        let s = PodStatus::of(&json!({"status": {"phase": "Failed",
+            "initContainerStatuses": [{"name": "init", "state": {"terminated": {"exitCode": 0}}}],
+            "containerStatuses": [
+                {"name": "main", "ready": false, "restartCount": 2,
+                 "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}},
+                {"name": "side", "ready": true, "restartCount": "x",
+                 "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}},
+                {"name": "up", "state": {"running": {"startedAt": "t"}}},
+                "not an object"]}}));
+        assert_eq!(
+            s.first_container_terminated(),
+            Some(&Terminated {
+                exit_code: Some(137),
+                reason: Some("OOMKilled".into())
+            })
+        );
+        assert_eq!(s.restarts(), 2);
+        assert_eq!(s.waiting_reason(), Some("CrashLoopBackOff"));
+        let side = s.container("side").cloned().unwrap_or_default();
+        assert!(side.ready && !side.has_started());
+        assert_eq!(
+            side.waiting.and_then(|w| w.message).as_deref(),
+            Some("back-off")
+        );
+        assert!(s.container_started("main") && s.container_started("up"));
+        assert!(s.container_started("init") && !s.container_started("side"));
+        assert!(!s.container_started("nope"));
+        // The malformed entry is kept, so indices match the list.
+        assert_eq!(s.containers.len(), 4);
+        assert_eq!(s.containers[3], ContainerStatus::default());
+        assert_eq!(
+            s.all_containers()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["main", "side", "up", "", "init"]
+        );
+    }
+
+    fn deployment(status: Json) -> DeploymentStatus {
+        DeploymentStatus::of(&json!({"status": status}))
+    }
+
+    #[test]
+    fn deployment_rollout_edge_cases() {
+        let full = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+                          "availableReplicas": 2});
+        assert_eq!(deployment(full.clone()).rollout(2, 2), Rollout::Complete);
+        // observedGeneration behind generation: the counts describe the old spec.
+        assert_eq!(
+            deployment(full.clone()).rollout(3, 2),
+            Rollout::SpecNotObserved
+        );
+        assert_eq!(
+            deployment(
+                json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1,
+                              "availableReplicas": 3})
+            )
+            .rollout(2, 2),
+            Rollout::Updating {
+                updated: 1,
+                want: 2
+            }
+        );
+        assert_eq!(
+            deployment(
+                json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 2,
+                              "availableReplicas": 3})
+            )
+            .rollout(2, 2),
+            Rollout::OldReplicasLeft(1)
+        );
+        assert_eq!(
+            deployment(
+                json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+                              "availableReplicas": 1})
+            )
+            .rollout(2, 2),
+            Rollout::Unavailable {
+                available: 1,
+                updated: 2
+            }
+        );
+        let stuck = json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+            "availableReplicas": 2, "conditions": [
+            {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]});
+        assert_eq!(deployment(stuck).rollout(2, 2), Rollout::DeadlineExceeded);
+        // Scaled to zero: complete with nothing running.
+        assert_eq!(
+            deployment(json!({"observedGeneration": 1})).rollout(1, 0),
+            Rollout::Complete
+        );
+        // No status yet (or counts of the wrong type): nothing observed, nothing updated.
+        assert_eq!(deployment(json!(null)), DeploymentStatus::default());
+        assert_eq!(
+            DeploymentStatus::of(&json!({})).rollout(1, 1),
+            Rollout::SpecNotObserved
+        );
+        assert_eq!(
+            deployment(json!({"observedGeneration": "1", "updatedReplicas": "1"})).rollout(0, 1),
+            Rollout::Updating {
+                updated: 0,
+                want: 1
+            }
+        );
     }
 }

@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 use super::client::K8s;
 use super::errors::{Action, human, to_diag};
 use super::objects::Propagation;
-use super::status::RayClusterStatus;
+use super::status::{DeploymentStatus, PodStatus, RayClusterStatus, Rollout};
 use crate::diag::{Diag, Result};
 use conditions::Condition;
 
@@ -379,19 +379,6 @@ pub fn desired_workers(rc: &Json) -> i64 {
         .sum()
 }
 
-/// Whether the condition `kind` of the object is `True`.
-pub fn condition_true(o: &Json, kind: &str) -> bool {
-    condition(o, kind).and_then(|c| str_at(c, "/status")) == Some("True")
-}
-
-/// The condition `kind` of the object's `status.conditions`.
-pub fn condition<'a>(o: &'a Json, kind: &str) -> Option<&'a Json> {
-    o.pointer("/status/conditions")
-        .and_then(Json::as_array)?
-        .iter()
-        .find(|c| str_at(c, "/type") == Some(kind))
-}
-
 /// "state=ready, workers ready 1/2 (head: ContainersNotReady)": a RayCluster's progress
 /// towards [`raycluster_ready`], against the worker count its spec asks for.
 pub fn raycluster_progress(o: &Json) -> String {
@@ -461,7 +448,7 @@ pub fn raycluster_pods_settled(pods: &[Json], workers: i64) -> bool {
     live.len() as i64 == workers + 1
         && live
             .iter()
-            .all(|p| str_at(p, "/status/phase") == Some("Running") && condition_true(p, "Ready"))
+            .all(|p| conditions::pod_ready().matches(Some(p)))
 }
 
 /// Deployment rolled out, as `kubectl rollout status` decides it
@@ -486,40 +473,30 @@ pub fn deployment_available(o: Option<&Json>) -> Verdict<Json> {
 pub fn deployment_rollout(o: &Json) -> Result<Option<String>> {
     let name = str_at(o, "/metadata/name").unwrap_or("?");
     let generation = int_at(o, "/metadata/generation").unwrap_or(0);
-    let observed = int_at(o, "/status/observedGeneration").unwrap_or(0);
-    if generation > observed {
-        return Ok(Some(
-            "waiting for the deployment spec update to be observed".into(),
-        ));
-    }
-    if condition(o, "Progressing").and_then(|c| str_at(c, "/reason"))
-        == Some("ProgressDeadlineExceeded")
-    {
-        return Err(Diag::api(
-            "nrl::k8s::deployment_deadline",
-            format!("deployment \"{name}\" exceeded its progress deadline"),
-        )
-        .help("look at its pods' events (`kubectl describe deployment`); fix and apply again"));
-    }
     let want = int_at(o, "/spec/replicas").unwrap_or(1);
-    let updated = int_at(o, "/status/updatedReplicas").unwrap_or(0);
-    let replicas = int_at(o, "/status/replicas").unwrap_or(0);
-    let available = int_at(o, "/status/availableReplicas").unwrap_or(0);
-    Ok(if updated < want {
-        Some(format!(
+    Ok(match DeploymentStatus::of(o).rollout(generation, want) {
+        Rollout::SpecNotObserved => {
+            Some("waiting for the deployment spec update to be observed".into())
+        }
+        Rollout::DeadlineExceeded => {
+            return Err(Diag::api(
+                "nrl::k8s::deployment_deadline",
+                format!("deployment \"{name}\" exceeded its progress deadline"),
+            )
+            .help(
+                "look at its pods' events (`kubectl describe deployment`); fix and apply again",
+            ));
+        }
+        Rollout::Updating { updated, want } => Some(format!(
             "{updated} out of {want} new replicas have been updated"
-        ))
-    } else if replicas > updated {
-        Some(format!(
-            "{} old replicas are pending termination",
-            replicas - updated
-        ))
-    } else if available < updated {
-        Some(format!(
+        )),
+        Rollout::OldReplicasLeft(old) => {
+            Some(format!("{old} old replicas are pending termination"))
+        }
+        Rollout::Unavailable { available, updated } => Some(format!(
             "{available} of {updated} updated replicas are available"
-        ))
-    } else {
-        None
+        )),
+        Rollout::Complete => None,
     })
 }
 
@@ -539,34 +516,34 @@ pub fn pod_running(o: Option<&Json>) -> Verdict<Json> {
     let Some(o) = o else {
         return Verdict::Pending;
     };
-    match str_at(o, "/status/phase") {
-        Some("Running") => Verdict::Done(o.clone()),
-        Some(phase @ ("Succeeded" | "Failed")) => {
-            let term = o.pointer("/status/containerStatuses/0/state/terminated");
-            let detail = term
-                .map(|t| {
-                    format!(
-                        " ({}, exit code {})",
-                        t.get("reason")
-                            .and_then(Json::as_str)
-                            .unwrap_or("terminated"),
-                        t.get("exitCode").and_then(Json::as_i64).unwrap_or(-1)
-                    )
-                })
-                .unwrap_or_default();
-            Verdict::Fail(
-                Diag::api(
-                    "nrl::k8s::pod_terminated",
-                    format!(
-                        "pod {} is {phase}{detail}, not Running",
-                        str_at(o, "/metadata/name").unwrap_or("?")
-                    ),
-                )
-                .help("look at its log (`nrl logs`) or events; delete it to start again"),
-            )
-        }
-        _ => Verdict::Pending,
+    if conditions::pod_running().matches(Some(o)) {
+        return Verdict::Done(o.clone());
     }
+    let status = PodStatus::of(o);
+    if !status.is_finished() {
+        return Verdict::Pending;
+    }
+    let phase = status.phase.as_deref().unwrap_or("?");
+    let detail = status
+        .first_container_terminated()
+        .map(|t| {
+            format!(
+                " ({}, exit code {})",
+                t.reason.as_deref().unwrap_or("terminated"),
+                t.exit_code.unwrap_or(-1)
+            )
+        })
+        .unwrap_or_default();
+    Verdict::Fail(
+        Diag::api(
+            "nrl::k8s::pod_terminated",
+            format!(
+                "pod {} is {phase}{detail}, not Running",
+                str_at(o, "/metadata/name").unwrap_or("?")
+            ),
+        )
+        .help("look at its log (`nrl logs`) or events; delete it to start again"),
+    )
 }
 
 #[cfg(test)]

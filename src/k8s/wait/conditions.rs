@@ -6,7 +6,7 @@
 
 use serde_json::Value as Json;
 
-use crate::k8s::status::{JobStatus, RayJobStatus};
+use crate::k8s::status::{JobStatus, PodStatus, RayJobStatus};
 
 /// A test of a watched object's state.
 pub trait Condition {
@@ -72,6 +72,21 @@ pub fn job_started() -> impl Condition + Clone + Send + 'static {
     }
 }
 
+/// Pod: phase `Running` ([`PodStatus::is_running`]).
+pub fn pod_running() -> impl Condition + Clone + Send + 'static {
+    |o: Option<&Json>| o.is_some_and(|o| PodStatus::of(o).is_running())
+}
+
+/// Pod: phase `Succeeded` or `Failed` ([`PodStatus::is_finished`]).
+pub fn pod_finished() -> impl Condition + Clone + Send + 'static {
+    |o: Option<&Json>| o.is_some_and(|o| PodStatus::of(o).is_finished())
+}
+
+/// Pod: Running and `Ready=True` ([`PodStatus::is_ready`]).
+pub fn pod_ready() -> impl Condition + Clone + Send + 'static {
+    |o: Option<&Json>| o.is_some_and(|o| PodStatus::of(o).is_ready())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +136,35 @@ mod tests {
         assert!(job_started().matches(Some(&failed)));
         assert!(!job_started().matches(Some(&job(json!({"active": 0})))));
         assert!(!job_started().matches(None));
+    }
+
+    #[test]
+    fn pod_conditions() {
+        let pod = |phase: &str, ready: &str| json!({"status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]}});
+        assert!(pod_running().matches(Some(&pod("Running", "False"))));
+        assert!(!pod_running().matches(Some(&pod("Pending", "False"))));
+        assert!(pod_ready().matches(Some(&pod("Running", "True"))));
+        assert!(!pod_ready().matches(Some(&pod("Running", "False"))));
+        assert!(!pod_ready().matches(Some(&pod("Succeeded", "True"))));
+        for p in ["Succeeded", "Failed"] {
+            assert!(pod_finished().matches(Some(&pod(p, "False"))), "{p}");
+        }
+        for p in ["Running", "Pending", "Unknown", ""] {
+            assert!(!pod_finished().matches(Some(&pod(p, "False"))), "{p}");
+        }
+        let no_status = json!({"metadata": {"name": "p"}});
+        for c in [
+            pod_running().matches(Some(&no_status)),
+            pod_ready().matches(Some(&no_status)),
+            pod_finished().matches(Some(&no_status)),
+        ] {
+            assert!(!c);
+        }
+        assert!(!pod_running().matches(None) && !pod_finished().matches(None));
+        assert!(
+            pod_running()
+                .or(pod_finished())
+                .matches(Some(&pod("Failed", "False")))
+        );
     }
 }

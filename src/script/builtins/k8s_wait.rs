@@ -5,9 +5,11 @@ use rhai::EvalAltResult;
 use serde_json::Value as Json;
 
 use crate::diag::Diag;
-use crate::k8s::status::JobStatus;
-use crate::k8s::wait::conditions::{Condition, deleted, exists, job_finished, rayjob_finished};
-use crate::k8s::wait::{Verdict, deployment_available, raycluster_ready, str_at};
+use crate::k8s::status::{JobStatus, PodStatus};
+use crate::k8s::wait::conditions::{
+    Condition, deleted, exists, job_finished, pod_finished, rayjob_finished,
+};
+use crate::k8s::wait::{Verdict, deployment_available, raycluster_ready};
 use crate::script::errors::{RhaiResult, usage};
 
 pub type Check = Box<dyn FnMut(Option<&Json>) -> Verdict<Option<Json>> + Send>;
@@ -21,23 +23,24 @@ pub fn condition_check(kind: &str, condition: &str) -> RhaiResult<Check> {
         "ready" => match kind {
             "RayCluster" => Box::new(|o| map_verdict(raycluster_ready(o))),
             "Deployment" => Box::new(|o| map_verdict(deployment_available(o))),
-            "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
-                Some("Running" | "Succeeded") => done(o),
-                Some("Failed") => {
-                    Verdict::Fail(Diag::api("nrl::k8s::pod_failed", "the pod failed"))
-                }
-                _ => Verdict::Pending,
-            }),
+            "Pod" => {
+                Box::new(
+                    move |o| match o.map(PodStatus::of).and_then(|s| s.phase).as_deref() {
+                        Some("Running" | "Succeeded") => done(o),
+                        Some("Failed") => {
+                            Verdict::Fail(Diag::api("nrl::k8s::pod_failed", "the pod failed"))
+                        }
+                        _ => Verdict::Pending,
+                    },
+                )
+            }
             "Job" => Box::new(job_complete),
             _ => return Err(no_condition(kind, condition)),
         },
         "terminal" => match kind {
             "RayJob" => when(rayjob_finished()),
             "Job" => when(job_finished()),
-            "Pod" => Box::new(move |o| match o.and_then(|o| str_at(o, "/status/phase")) {
-                Some("Succeeded" | "Failed") => done(o),
-                _ => Verdict::Pending,
-            }),
+            "Pod" => when(pod_finished()),
             _ => return Err(no_condition(kind, condition)),
         },
         _ => {
