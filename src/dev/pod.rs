@@ -7,6 +7,7 @@ use crate::config::infra_only::LoadedInfra;
 use crate::config::node::Node;
 use crate::diag::{Diag, Result};
 use crate::k8s::Verdict;
+use crate::k8s::status::PodStatus;
 
 /// The rendered dev pod and the facts the commands need, read back from the manifest so
 /// that they always agree with what is applied.
@@ -138,34 +139,19 @@ pub fn pod_state(o: Option<&Json>, container: &str) -> PodState {
     if o.pointer("/metadata/deletionTimestamp").is_some() {
         return PodState::Terminating;
     }
-    let phase = o
-        .pointer("/status/phase")
-        .and_then(Json::as_str)
-        .unwrap_or("Pending");
-    let status = o
-        .pointer("/status/containerStatuses")
-        .and_then(Json::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("name").and_then(Json::as_str) == Some(container))
-        });
-    let waiting = status.and_then(|c| c.pointer("/state/waiting"));
-    let terminated = status.and_then(|c| c.pointer("/state/terminated"));
-    let text = |v: Option<&Json>, key: &str| {
-        v.and_then(|w| w.get(key))
-            .and_then(Json::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let pod = PodStatus::of(o);
+    let phase = pod.phase.as_deref().unwrap_or("Pending");
+    let status = pod.container(container);
+    let waiting = status.and_then(|c| c.waiting.as_ref());
+    let terminated = status.and_then(|c| c.terminated.as_ref());
+    let text = |v: Option<&String>| v.cloned().unwrap_or_default();
     match phase {
-        "Running" if status.is_some_and(|c| c.pointer("/state/running").is_some()) => {
-            PodState::Running
-        }
+        "Running" if status.is_some_and(|c| c.running) => PodState::Running,
         "Succeeded" | "Failed" => {
             let reason = match terminated {
                 Some(t) => {
-                    let code = t.get("exitCode").and_then(Json::as_i64).unwrap_or(0);
-                    let why = text(Some(t), "reason");
+                    let code = t.exit_code.unwrap_or(0);
+                    let why = text(t.reason.as_ref());
                     format!(
                         "container exited with code {code}{}",
                         if why.is_empty() {
@@ -175,7 +161,7 @@ pub fn pod_state(o: Option<&Json>, container: &str) -> PodState {
                         }
                     )
                 }
-                None => text(o.get("status"), "reason"),
+                None => text(pod.reason.as_ref()),
             };
             PodState::Ended {
                 phase: phase.to_string(),
@@ -183,29 +169,20 @@ pub fn pod_state(o: Option<&Json>, container: &str) -> PodState {
             }
         }
         _ => {
-            if waiting.is_some() {
-                let reason = text(waiting, "reason");
-                let msg = text(waiting, "message");
+            if let Some(w) = waiting {
+                let reason = text(w.reason.as_ref());
+                let msg = text(w.message.as_ref());
                 return PodState::Pending(if msg.is_empty() {
                     reason
                 } else {
                     format!("{reason}: {msg}")
                 });
             }
-            let unschedulable = o
-                .pointer("/status/conditions")
-                .and_then(Json::as_array)
-                .into_iter()
-                .flatten()
-                .find(|c| {
-                    c.get("type").and_then(Json::as_str) == Some("PodScheduled")
-                        && c.get("status").and_then(Json::as_str) == Some("False")
-                });
-            match unschedulable {
+            match pod.unschedulable() {
                 Some(c) => PodState::Pending(format!(
                     "{}: {}",
-                    text(Some(c), "reason"),
-                    text(Some(c), "message")
+                    text(c.reason.as_ref()),
+                    text(c.message.as_ref())
                 )),
                 None => PodState::Pending(String::new()),
             }

@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::Value as Json;
 
 use super::names::BENCHMARK_LABEL;
-use crate::k8s::status::JobStatus;
+use crate::k8s::status::{ContainerStatus, JobStatus, PodStatus};
 
 /// A benchmark's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -102,65 +102,43 @@ pub fn benchmark_label(obj: &Json) -> Option<&str> {
 /// What a pod's containers say: the first waiting reason or failed termination, e.g.
 /// `policy: ImagePullBackOff`, `driver exited 1 (Error)`, `Unschedulable: 0/3 nodes …`.
 pub fn pod_detail(pod: &Json) -> Option<String> {
-    let status = pod.get("status")?;
-    if let Some(c) = status
-        .get("conditions")
-        .and_then(Json::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
-        })
-    {
-        let reason = c["reason"].as_str().unwrap_or("Unschedulable");
-        return Some(match c["message"].as_str() {
+    let status = PodStatus::of(pod);
+    if let Some(c) = status.unschedulable() {
+        let reason = c.reason.as_deref().unwrap_or("Unschedulable");
+        return Some(match c.message.as_deref() {
             Some(m) if !m.is_empty() => format!("{reason}: {m}"),
             _ => reason.to_string(),
         });
     }
-    let lists = ["containerStatuses", "initContainerStatuses"];
+    let name = |c: &ContainerStatus| {
+        if c.name.is_empty() {
+            "?".to_string()
+        } else {
+            c.name.clone()
+        }
+    };
     // A failed main container explains a failed pod best; then anything stuck waiting.
-    for key in lists {
-        for cs in status
-            .get(key)
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
+    for c in status.all_containers() {
+        if let Some(t) = &c.terminated
+            && let Some(code) = t.exit_code.filter(|code| *code != 0)
         {
-            let name = cs["name"].as_str().unwrap_or("?");
-            if let Some(t) = cs.pointer("/state/terminated")
-                && t["exitCode"].as_i64().is_some_and(|c| c != 0)
-            {
-                let code = t["exitCode"].as_i64().unwrap_or(0);
-                let reason = t["reason"].as_str().unwrap_or("Error");
-                return Some(format!("{name} exited {code} ({reason})"));
-            }
+            let reason = t.reason.as_deref().unwrap_or("Error");
+            return Some(format!("{} exited {code} ({reason})", name(c)));
         }
     }
-    for key in lists {
-        for cs in status
-            .get(key)
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
+    for c in status.all_containers() {
+        if let Some(reason) = c.waiting.as_ref().and_then(|w| w.reason.as_deref())
+            && !matches!(reason, "ContainerCreating" | "PodInitializing")
         {
-            let name = cs["name"].as_str().unwrap_or("?");
-            if let Some(reason) = cs.pointer("/state/waiting/reason").and_then(Json::as_str)
-                && !matches!(reason, "ContainerCreating" | "PodInitializing")
-            {
-                let restarts = cs["restartCount"].as_i64().unwrap_or(0);
-                let more = if restarts > 0 {
-                    format!(", {restarts} restarts")
-                } else {
-                    String::new()
-                };
-                return Some(format!("{name}: {reason}{more}"));
-            }
+            let more = if c.restart_count > 0 {
+                format!(", {} restarts", c.restart_count)
+            } else {
+                String::new()
+            };
+            return Some(format!("{}: {reason}{more}", name(c)));
         }
     }
-    status
-        .get("reason")
-        .and_then(Json::as_str)
-        .map(str::to_string)
+    status.reason
 }
 
 /// Counts per phase, for summary lines (`3 Succeeded, 1 Failed`).

@@ -9,7 +9,7 @@ use crate::config::schema::Role;
 use crate::diag::Result;
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
-use crate::k8s::status::RayClusterStatus;
+use crate::k8s::status::{PodStatus, RayClusterStatus};
 use crate::k8s::wait::str_at;
 
 use super::dashboard::dashboard_session_with;
@@ -32,33 +32,14 @@ pub struct PodInfo {
 
 impl PodInfo {
     pub fn of(pod: &Json) -> PodInfo {
-        let phase = str_at(pod, "/status/phase")
-            .unwrap_or("Unknown")
-            .to_string();
-        let statuses = pod
-            .pointer("/status/containerStatuses")
-            .and_then(Json::as_array);
-        let waiting = statuses.and_then(|cs| {
-            cs.iter()
-                .find_map(|c| str_at(c, "/state/waiting/reason").map(str::to_string))
-        });
-        let unschedulable = pod
-            .pointer("/status/conditions")
-            .and_then(Json::as_array)
-            .and_then(|cs| {
-                cs.iter().find(|c| {
-                    c.get("type").and_then(Json::as_str) == Some("PodScheduled")
-                        && c.get("status").and_then(Json::as_str) == Some("False")
-                })
-            })
-            .and_then(|c| str_at(c, "/reason").map(str::to_string));
-        let restarts = statuses
-            .map(|cs| {
-                cs.iter()
-                    .filter_map(|c| c.get("restartCount").and_then(Json::as_i64))
-                    .sum()
-            })
-            .unwrap_or(0);
+        let status = PodStatus::of(pod);
+        let phase = status
+            .phase
+            .clone()
+            .unwrap_or_else(|| "Unknown".to_string());
+        let waiting = status.waiting_reason().map(str::to_string);
+        let unschedulable = status.unschedulable().and_then(|c| c.reason.clone());
+        let restarts = status.restarts();
         let terminating = pod.pointer("/metadata/deletionTimestamp").is_some();
         PodInfo {
             name: str_at(pod, "/metadata/name").unwrap_or("?").to_string(),

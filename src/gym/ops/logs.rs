@@ -9,6 +9,7 @@ use crate::config::typed::check::suggest;
 use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
 use crate::k8s::logs::LogOptions;
+use crate::k8s::status::PodStatus;
 use crate::k8s::wait::Verdict;
 use crate::k8s::wait::conditions::job_started;
 
@@ -54,19 +55,7 @@ fn container_names(pod: &Json) -> Vec<String> {
 
 /// Whether `container` of `pod` has started (running or terminated), so it has a log.
 fn started(pod: &Json, container: &str) -> bool {
-    ["containerStatuses", "initContainerStatuses"]
-        .iter()
-        .any(|k| {
-            pod.pointer(&format!("/status/{k}"))
-                .and_then(Json::as_array)
-                .into_iter()
-                .flatten()
-                .any(|cs| {
-                    cs["name"] == container
-                        && (cs.pointer("/state/running").is_some()
-                            || cs.pointer("/state/terminated").is_some())
-                })
-        })
+    PodStatus::of(pod).container_started(container)
 }
 
 /// The container to read, checked against the pod.
@@ -165,14 +154,7 @@ async fn wait_started(
         &format!("started (container {c})"),
         |o| match o {
             Some(p) if started(p, &c) => Verdict::Done(p.clone()),
-            Some(p)
-                if matches!(
-                    p.pointer("/status/phase").and_then(Json::as_str),
-                    Some("Failed" | "Succeeded")
-                ) =>
-            {
-                Verdict::Done(p.clone())
-            }
+            Some(p) if PodStatus::of(p).is_finished() => Verdict::Done(p.clone()),
             None => Verdict::Fail(Diag::api(
                 CODE_NO_POD,
                 format!("pod {pod_name} was deleted before `{c}` started"),
