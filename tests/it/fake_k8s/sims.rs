@@ -287,6 +287,7 @@ async fn stuck_cluster_pods_stay_pending_with_a_scheduling_event() {
         })
         .await
     );
+    // Fixed window (nothing happens; absence has no event): the pod stays Pending.
     tokio::time::sleep(Duration::from_millis(400)).await;
     let pods = fake.pods("default", "ray.io/cluster=gpu-hungry");
     assert_eq!(pods.len(), 1);
@@ -430,6 +431,7 @@ async fn job_fails_after_backoff_limit_and_default_delete_orphans_pods() {
     jobs.delete("doomed", &DeleteParams::default())
         .await
         .unwrap();
+    // Fixed window (nothing happens; the GC leaves no trace when done): orphans survive.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let pods = fake.pods("default", "job-name=doomed");
     assert_eq!(pods.len(), 2);
@@ -622,6 +624,7 @@ async fn foreground_deletion_and_finalizers_make_deletion_take_a_while() {
             .unwrap()
             .is_left()
     );
+    // Fixed window (nothing happens; absence has no event): the finalizer holds deletion.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(cms.get_opt("held").await.unwrap().is_some());
     cms.patch(
@@ -919,6 +922,7 @@ async fn stopped_is_complete_and_validation_failed_is_final() {
     fake.edit("ray.io/v1", "RayJob", "default", "bad-suspend", |o| {
         o["spec"]["suspend"] = json!(false);
     });
+    // Fixed window (a no-op reconcile leaves no trace): the fix changes nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rj = fake
         .get("ray.io/v1", "RayJob", "default", "bad-suspend")
@@ -940,6 +944,7 @@ async fn interactive_rayjobs_have_no_job_id_until_submitted() {
     let seen = std::sync::Mutex::new(Vec::new());
     let waiting = until_status(&rjs, "chat", "Waiting", &seen).await;
     assert_eq!(status_of(Some(&waiting), "jobId"), None);
+    // Fixed window (nothing happens; absence has no event): it stays Waiting.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         fake.field(
@@ -1026,6 +1031,7 @@ async fn raycluster_state_is_sticky_and_observed_generation_lags() {
         o["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] =
             json!("rayproject/ray:2.61.0");
     });
+    // Fixed window (absence has no event): no status write, no pod replaced.
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(field(&fake, "metadata.generation"), Some(json!(3)));
     assert_eq!(field(&fake, "status.observedGeneration"), Some(json!(2)));

@@ -113,11 +113,19 @@ async fn watcher_resumes_after_a_dropped_connection() {
         }
         names
     });
+    // Create only once the watch is open, so the events travel over it (and the fault
+    // drops it) instead of all arriving in the initial list.
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| !f
+            .requests(|r| r.watch)
+            .is_empty())
+            .await,
+        "the watcher opened a watch"
+    );
     for i in 0..5 {
         cms.create(&PostParams::default(), &configmap(&format!("cm{i}"), "x"))
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(60)).await;
     }
     let names = tokio::time::timeout(Duration::from_secs(5), seen)
         .await
@@ -176,13 +184,27 @@ async fn watch_from_a_compacted_resource_version_is_gone_and_the_watcher_relists
         }
         names
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The request log records a watch before its fault delay runs, so: once the watcher's
+    // first watch is open, delay later watches; once the re-watch (after the server's 1 s
+    // timeout) is logged, it is held for 600 ms while the gap is created and compacted.
+    let raw_watches = fake.requests(|r| r.watch).len();
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| f.requests(|r| r.watch).len()
+            > raw_watches)
+            .await,
+        "the watcher opened a watch"
+    );
     fake.inject(
         FaultMatch::any().watch(true),
         FaultAction::Delay(Duration::from_millis(600)),
         None,
     );
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(
+        fake.wait_until(Duration::from_secs(5), |f| f.requests(|r| r.watch).len()
+            > raw_watches + 1)
+            .await,
+        "the watcher re-watched after the server's timeout"
+    );
     cms.create(&PostParams::default(), &configmap("gap", "x"))
         .await
         .unwrap();

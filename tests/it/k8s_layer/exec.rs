@@ -83,14 +83,33 @@ async fn exec_attached_with_a_tty_resizes_and_returns_the_exit_code() {
             resize: Some(resize_rx),
         },
     );
+    // Type the line once the script has printed its size, i.e. is about to `read`.
     let feed = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut before = Vec::new();
+        let mut chunk = [0u8; 1024];
+        let size_printed = tokio::time::timeout(Duration::from_secs(10), async {
+            while !String::from_utf8_lossy(&before).contains("size ") {
+                let n = from_pod.read(&mut chunk).await.unwrap();
+                assert!(
+                    n > 0,
+                    "output ended early: {:?}",
+                    String::from_utf8_lossy(&before)
+                );
+                before.extend_from_slice(&chunk[..n]);
+            }
+        })
+        .await;
+        assert!(
+            size_printed.is_ok(),
+            "no size line: {:?}",
+            String::from_utf8_lossy(&before)
+        );
         to_pod.write_all(b"hello\r").await.unwrap();
+        String::from_utf8_lossy(&before).into_owned()
     };
-    let (code, ()) = tokio::join!(run, feed);
+    let (code, mut out) = tokio::join!(run, feed);
     assert_eq!(code.unwrap(), 7);
     drop(resize_tx);
-    let mut out = String::new();
     from_pod.read_to_string(&mut out).await.unwrap();
     assert!(out.contains("is-a-tty"), "{out:?}");
     assert!(out.contains("size 40 100"), "{out:?}");

@@ -10,6 +10,21 @@ use tokio::net::TcpStream;
 
 use super::common::*;
 
+/// Whether connecting to `addr` is refused before `timeout`: a listener closes
+/// asynchronously after its last handle is dropped.
+async fn refused_within(addr: std::net::SocketAddr, timeout: Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if TcpStream::connect(addr).await.is_err() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 async fn roundtrip(addr: std::net::SocketAddr, payload: &[u8]) -> Vec<u8> {
     let mut sock = TcpStream::connect(addr).await.unwrap();
     let (mut rd, mut wr) = sock.split();
@@ -53,9 +68,8 @@ async fn bytes_go_both_ways_and_forwards_are_shared() {
     let local = pf.local;
     drop(pf);
     drop(again);
-    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
-        TcpStream::connect(local).await.is_err(),
+        refused_within(local, Duration::from_secs(5)).await,
         "the listener stops with the last handle"
     );
 }

@@ -166,7 +166,15 @@ async fn the_check_sees_every_state_and_can_fail_the_wait() {
         },
     );
     let drive = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Create the cluster only after the check has seen it absent.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while seen.lock().unwrap().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the check ran on the absent object"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         k8s.apply(&raycluster("rc", 1), ApplyOptions::default())
             .await
             .unwrap();
