@@ -215,14 +215,28 @@ pub const CODE_READ_BEFORE_MERGE: &str = "nrl::config::read_before_merge";
 /// One step of NeMo-RL's `merge_with_override(base, incoming)`.
 fn nemo_rl_merge(base: &mut Node, mut incoming: Node, file: &Path, env: &dyn Env) -> Result<()> {
     read_top_level(&incoming, file, env)?;
-    if let (Some(bm), Some(im)) = (base.as_map_mut(), incoming.as_map_mut()) {
-        for (key, section) in im.iter_mut() {
-            let Some(sm) = section.as_map_mut() else {
-                continue;
-            };
-            if sm.get("_override_").is_some_and(truthy) {
-                sm.shift_remove("_override_");
-                bm.shift_remove(key);
+    let keys: Vec<String> = incoming
+        .as_map()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    for key in keys {
+        // `incoming[key]` is the section, or, for `key: ${a.b}`, the node `a.b` itself
+        // (DictConfig returns the referenced container), so a marker found through the
+        // reference is popped from that node and drops `key` from the base.
+        let target: Vec<String> = match incoming.as_map().and_then(|m| m.get(&key)) {
+            Some(v) if refers_to_container(&incoming, v) => {
+                let t = v.as_str().unwrap_or("");
+                t[2..t.len() - 1].split('.').map(str::to_string).collect()
+            }
+            _ => vec![key.clone()],
+        };
+        let Some(sm) = node_at_mut(&mut incoming, &target).and_then(Node::as_map_mut) else {
+            continue;
+        };
+        if sm.get("_override_").is_some_and(truthy) {
+            sm.shift_remove("_override_");
+            if let Some(bm) = base.as_map_mut() {
+                bm.shift_remove(&key);
             }
         }
     }
@@ -651,6 +665,30 @@ mod tests {
             recipe(d.path(), "c5.yaml").unwrap_err().code,
             CODE_READ_BEFORE_MERGE
         );
+    }
+
+    #[test]
+    fn a_marker_read_through_a_top_level_reference_is_honoured_like_nemo_rl() {
+        // Found by the NeMo-RL oracle (seed 498976): reading `incoming["alias"]` returns
+        // the node `policy.a`, so its nested marker is popped there and `alias` is dropped
+        // from the base (and moves to the end), whichever of the two keys comes first.
+        // Expected results from real OmegaConf via tests/oracle/nemo_rl_loader.py.
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "p.yaml", "policy: {a: 3, b: 2}\nalias: 7\nw: 1\n");
+        for child in [
+            "defaults: p.yaml\nalias: ${policy.a}\npolicy: {a: {_override_: true, x: 1}}\n",
+            "defaults: p.yaml\npolicy: {a: {_override_: true, x: 1}}\nalias: ${policy.a}\n",
+        ] {
+            write(d.path(), "c.yaml", child);
+            let r = recipe(d.path(), "c.yaml").unwrap();
+            let resolved =
+                interp::resolve(&r.merged, &crate::config::env::MapEnv::new([])).unwrap();
+            assert_eq!(
+                serde_json::to_string(&resolved.to_json()).unwrap(),
+                r#"{"policy":{"a":{"x":1},"b":2},"w":1,"alias":{"x":1}}"#,
+                "{child}"
+            );
+        }
     }
 
     #[test]
