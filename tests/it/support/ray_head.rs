@@ -206,6 +206,21 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
+/// `RayHead::start`, up to three times. Ray's own startup has fixed deadlines (the raylet
+/// must register with the GCS within about 30 s), which a loaded 2-core CI machine can
+/// miss ("The current node timed out during startup"); a failed attempt has already
+/// stopped everything it started (its supervisor), so trying again is safe.
+fn start_with_retries(ray: &Path) -> Result<RayHead, String> {
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        match RayHead::start(ray) {
+            Ok(head) => return Ok(head),
+            Err(e) => errors.push(e),
+        }
+    }
+    Err(errors.join("\n--- next attempt ---\n"))
+}
+
 /// A head started on first use and kept until the test process ends (held in a
 /// `static`, which Rust never drops: the supervisor's pipe stops it, see above).
 pub struct SharedHead(OnceLock<Option<Result<RayHead, String>>>);
@@ -222,7 +237,7 @@ impl SharedHead {
     pub fn get(&self) -> Option<&RayHead> {
         let slot = self
             .0
-            .get_or_init(|| ray_binary().map(|ray| RayHead::start(&ray)));
+            .get_or_init(|| ray_binary().map(|ray| start_with_retries(&ray)));
         match slot {
             None if in_ci() => {
                 panic!(
