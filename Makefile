@@ -17,8 +17,8 @@ test: venv
 	cargo test --doc
 
 lint:
-	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
 
 venv: $(STAMP)
 ray-venv: venv
