@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::ConnectOptions;
@@ -28,8 +28,13 @@ Examples:
   nrl script scripts/dev_loop.rhai -- --sync nemo_rl --cmd 'uv run pytest -x tests/unit'
   nrl script scripts/sweep.rhai --dry-run --max-seconds 60 -- --recipe r.yaml --infra i.yaml
   nrl script scripts/postmortem.rhai --dry-run --allow-reads -- --address http://127.0.0.1:8265 --job raysubmit_abc
-  nrl script --builtins")]
+  nrl script --builtins k8s
+  nrl script --builtins -o json
+  nrl script doc nrl/sweep")]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ScriptArgs {
+    #[command(subcommand)]
+    pub command: Option<ScriptCommand>,
     /// The Rhai script to run (`import "nrl/…"` loads the bundled stdlib; other imports
     /// are looked up next to the script, then along NRL_PATH).
     #[arg(value_name = "FILE", required_unless_present = "builtins")]
@@ -46,9 +51,13 @@ pub struct ScriptArgs {
     /// them itself with `plan_options(#{live_reads: true})`.
     #[arg(long, requires = "dry_run")]
     pub allow_reads: bool,
-    /// List every built-in module and function with its signature and documentation.
-    #[arg(long)]
-    pub builtins: bool,
+    /// List every built-in and stdlib module, each function with its signature and
+    /// documentation; with MODULE (`k8s`, `sweep`), that module only.
+    #[arg(long, value_name = "MODULE", num_args = 0..=1, default_missing_value = "")]
+    pub builtins: Option<String>,
+    /// Output of `--builtins`: text (default) or json.
+    #[arg(short = 'o', long = "output", value_enum, requires = "builtins")]
+    pub output: Option<DocFormat>,
     /// Stop the script after N operations (guards against endless loops).
     #[arg(long, value_name = "N", default_value_t = 50_000_000)]
     pub max_operations: u64,
@@ -64,9 +73,65 @@ pub struct ScriptArgs {
     pub args: Vec<String>,
 }
 
+/// How reference documentation is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DocFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScriptCommand {
+    Doc(DocArgs),
+}
+
+/// Print a script's or module's reference as Markdown, generated from its header comment
+/// and the `///` doc comments of its functions, so a team library documents itself.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+A file is looked up as given, then along NRL_PATH (`.rhai` may be left off); `nrl/<name>`
+is a stdlib module.
+
+Examples:
+  nrl script doc nrl/sweep
+  nrl script doc scripts/launch.rhai > docs/launch.md
+  NRL_PATH=team/lib nrl script doc checks -o json")]
+pub struct DocArgs {
+    /// The script, module file or stdlib module (`nrl/sweep`).
+    #[arg(value_name = "FILE|MODULE")]
+    pub target: String,
+    /// markdown (default) or json.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "markdown")]
+    pub output: DocFormat,
+}
+
+fn json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string_pretty(value)
+        .map_err(|e| Diag::new("nrl::internal", format!("cannot encode the reference: {e}")))
+}
+
 pub fn run(args: ScriptArgs) -> Result<Exit> {
-    if args.builtins {
-        crate::out!("{}", docs::builtins_reference());
+    if let Some(ScriptCommand::Doc(doc)) = &args.command {
+        let workdir = std::env::current_dir()
+            .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
+        let module = docs::module_doc(&doc.target, &HostOptions::new(workdir).search_path)?;
+        match doc.output {
+            DocFormat::Json => crate::out!("{}", json(&module)?),
+            DocFormat::Text | DocFormat::Markdown => crate::out!("{}", docs::markdown(&module)),
+        }
+        return Ok(Exit::Ok);
+    }
+    if let Some(only) = &args.builtins {
+        let modules = docs::catalog(Some(only.as_str()).filter(|m| !m.is_empty()))?;
+        match args.output.unwrap_or(DocFormat::Text) {
+            DocFormat::Json => crate::out!("{}", json(&modules)?),
+            DocFormat::Text => crate::out!("{}", docs::reference_text(&modules)),
+            DocFormat::Markdown => {
+                let pages: Vec<String> = modules.iter().map(docs::markdown).collect();
+                crate::out!("{}", pages.join("\n"))
+            }
+        }
         return Ok(Exit::Ok);
     }
     let Some(file) = args.file.clone() else {

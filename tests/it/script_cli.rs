@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::context::{TestContext, nrl};
+use crate::support::context::{RunToEnd, TestContext, nrl, snapshot};
 use crate::support::script_host::repo;
 
 fn text(bytes: &[u8]) -> String {
@@ -363,6 +363,117 @@ fn an_import_cycle_is_a_script_error_naming_the_chain() {
         .assert()
         .code(1);
     insta::assert_snapshot!("import_cycle", text(&out.get_output().stderr));
+}
+
+/// Each way a module can fail is one report that names where, and how the script got
+/// there (issue 17 item 4): a cycle of three names all three, a module that does not parse
+/// names its line and the import, a stdlib function's error names the caller's line.
+#[test]
+fn errors_in_imported_modules_name_the_chain() {
+    let ctx = TestContext::new();
+    for (name, script, code) in [
+        (
+            "import_cycle_of_three",
+            "tests/data/script/cycle3/a.rhai",
+            1,
+        ),
+        (
+            "syntax_error_in_module",
+            "tests/data/script/syntax_in_module.rhai",
+            2,
+        ),
+        (
+            "error_in_stdlib_module",
+            "tests/data/script/error_in_stdlib.rhai",
+            1,
+        ),
+    ] {
+        let ran = ctx.nrl().args(["script", script]).run();
+        assert_eq!(ran.code, Some(code), "{name}: {}", ran.stderr);
+        snapshot!(ctx, name, ran.stderr);
+    }
+}
+
+/// `nrl script doc` documents a team module from its comments: the header as the
+/// description, each public function with its `///` doc, found along NRL_PATH.
+#[test]
+fn doc_renders_a_module_as_markdown_from_its_comments() {
+    let ctx = TestContext::new().env("NRL_PATH", repo().join("tests/data/script/doc"));
+    let ran = ctx.nrl().args(["script", "doc", "team"]).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, "doc_team_module", ran.stdout);
+
+    let ran = ctx.nrl().args(["script", "doc", "nrl/sweep"]).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, "doc_stdlib_sweep", ran.stdout);
+
+    let ran = ctx
+        .nrl()
+        .args(["script", "doc", "scripts/launch.rhai", "-o", "json"])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&ran.stdout).expect("json");
+    assert_eq!(doc["kind"], "script");
+    assert_eq!(doc["usage"], "nrl script scripts/launch.rhai -- …");
+
+    let ran = ctx.nrl().args(["script", "doc", "teem"]).run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, "doc_not_found", ran.stderr);
+}
+
+/// `--builtins MODULE` lists that module only, stdlib modules included; an unknown one
+/// is refused with the closest name; `-o json` is the same reference as data.
+#[test]
+fn builtins_filter_by_module_and_list_the_stdlib() {
+    let ctx = TestContext::new();
+    let ran = ctx.nrl().args(["script", "--builtins", "sweep"]).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, "builtins_sweep", ran.stdout);
+
+    let ran = ctx.nrl().args(["script", "--builtins", "k8s"]).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let headings: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("## "))
+        .collect();
+    assert_eq!(headings.len(), 1, "{headings:?}");
+    assert!(headings[0].starts_with("## k8s — "), "{headings:?}");
+
+    let ran = ctx.nrl().args(["script", "--builtins", "k8ss"]).run();
+    assert_eq!(ran.code, Some(2));
+    snapshot!(ctx, "builtins_unknown_module", ran.stderr);
+
+    let ran = ctx.nrl().args(["script", "--builtins", "-o", "json"]).run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let modules: Vec<serde_json::Value> = serde_json::from_str(&ran.stdout).expect("json");
+    let names: Vec<&str> = modules.iter().filter_map(|m| m["name"].as_str()).collect();
+    let mut expected: Vec<String> = nrl::script::builtins::BUILTINS
+        .iter()
+        .map(|b| b.name.to_string())
+        .collect();
+    expected.extend(
+        nrl::script::resolver::STDLIB
+            .iter()
+            .map(|(n, _)| format!("nrl/{n}")),
+    );
+    assert_eq!(names, expected);
+    let sweep = &modules[names.iter().position(|n| *n == "nrl/sweep").expect("sweep")];
+    assert_eq!(sweep["kind"], "stdlib");
+    let functions: Vec<&str> = sweep["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .filter_map(|f| f["signature"].as_str())
+        .collect();
+    assert_eq!(
+        functions,
+        [
+            "sweep::points(overrides)",
+            "sweep::run(overrides, options)",
+            "sweep::report(results)"
+        ]
+    );
 }
 
 #[test]
