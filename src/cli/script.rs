@@ -16,6 +16,16 @@ use crate::script::{Host, HostOptions, docs, run_on_thread};
 #[command(after_help = "\
 Arguments after `--` reach the script as the map `args`: `--name value` → args.name,
 `a.b=1` → args.overrides, other words → args.positional; a bare `--flag` is true.
+A playbook that declares its arguments gets them checked and typed instead: `-- --help`
+lists them (with the script's header comment), unknown options get a did-you-mean, and
+wrong types or missing required ones stop it with exit 2:
+
+  let args = cli(#{
+      recipe: file(#{required: true, help: \"the NeMo-RL recipe\"}),
+      ttl: int(#{default_value: 600, metavar: \"SECONDS\"}),
+      keep_cluster: flag(#{help: \"do not delete the cluster\"}),   // --keep-cluster
+      overrides: overrides(),                                      // a.b=1 …
+  });
 
 Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error or a limit
 (--max-operations, --max-seconds, sizes); 2 a syntax error or bad arguments; 130 Ctrl-C.
@@ -23,6 +33,7 @@ Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error or a lim
 Examples:
   nrl script scripts/launch.rhai -- --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml
   nrl script scripts/launch.rhai --dry-run -- --recipe r.yaml --infra i.yaml grpo.max_num_steps=5
+  nrl script scripts/launch.rhai -- --help
   nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc
   nrl script scripts/disagg_first_launch.rhai --dry-run -- --recipe r.yaml --infra disagg.yaml
   nrl script scripts/dev_loop.rhai -- --sync nemo_rl --cmd 'uv run pytest -x tests/unit'
@@ -115,7 +126,7 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
     if let Some(ScriptCommand::Doc(doc)) = &args.command {
         let workdir = std::env::current_dir()
             .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
-        let module = docs::module_doc(&doc.target, &HostOptions::new(workdir).search_path)?;
+        let module = docs::module_doc(&doc.target, &HostOptions::new(workdir))?;
         match doc.output {
             DocFormat::Json => crate::out!("{}", json(&module)?),
             DocFormat::Text | DocFormat::Markdown => crate::out!("{}", docs::markdown(&module)),
@@ -166,7 +177,7 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
     runtime.shutdown_background();
     match result {
         Ok(outcome) => {
-            if args.dry_run {
+            if args.dry_run && !outcome.help_shown {
                 crate::out!("{}", host.plan.render());
             }
             Ok(outcome.exit)

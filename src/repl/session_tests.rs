@@ -120,3 +120,23 @@ fn load_keeps_what_a_file_defines() {
     );
     assert!(out.stderr().contains("nrl::repl::load"));
 }
+
+#[test]
+fn cli_parses_no_words_in_the_repl_and_gives_the_defaults() {
+    let (mut s, out) = session();
+    let r = s.eval(
+        r#"let args = cli(#{ttl: int(#{default_value: 600}), dry: flag(), o: overrides()});
+           print(`${args.ttl} ${args.dry} ${args.o}`);"#,
+    );
+    assert_eq!(r, LineResult::Ok, "{}", out.stderr());
+    assert_eq!(out.stdout(), "600 false []\n");
+    // A required argument cannot be given here: said so, as bad input.
+    let r = s.eval(r#"cli(#{recipe: file(#{required: true})})"#);
+    assert_eq!(r, LineResult::Failed(Exit::Input));
+    let err = out.stderr();
+    assert!(
+        err.contains("missing the required argument `--recipe FILE`"),
+        "{err}"
+    );
+    assert!(err.contains("the REPL passes no arguments"), "{err}");
+}

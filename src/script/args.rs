@@ -14,6 +14,9 @@
 //!   is positional.
 //! * `overrides`, `positional` and `raw` are always there; options only when given, so
 //!   scripts read optional ones with `args.get("name") ?? default`.
+//!
+//! A script that declares its arguments (`let args = cli(#{…})`, [`super::declared`])
+//! gets them checked and typed instead.
 
 use rhai::{Array, Dynamic, Map};
 
@@ -109,7 +112,7 @@ fn option_key(name: &str) -> Result<String> {
 }
 
 /// `key=value`, `+key=value`, `++key=value`, `~key`, `~key=value` (Hydra overrides).
-fn is_override(word: &str) -> bool {
+pub(crate) fn is_override(word: &str) -> bool {
     let body = word.trim_start_matches('+');
     if let Some(del) = word.strip_prefix('~') {
         return del.chars().next().is_some_and(key_start);

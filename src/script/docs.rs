@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::builtins::BUILTINS;
+use super::declared::{ArgDoc, header_comment};
 use super::engine::metadata_engine;
 use super::resolver::{STDLIB, STDLIB_PREFIX, stdlib_text};
 use crate::config::suggest::did_you_mean;
@@ -83,6 +84,8 @@ pub struct ModuleDoc {
     pub usage: String,
     /// The header comment of a script or stdlib module (Markdown); empty for built-ins.
     pub description: String,
+    /// A playbook's declared arguments (`let args = cli(#{…})`); empty otherwise.
+    pub arguments: Vec<ArgDoc>,
     pub functions: Vec<FnDoc>,
 }
 
@@ -149,6 +152,7 @@ pub fn catalog(only: Option<&str>) -> Result<Vec<ModuleDoc>> {
                 format!("call as {}::name(…)", b.name)
             },
             description: String::new(),
+            arguments: Vec::new(),
             functions,
         });
     }
@@ -156,11 +160,7 @@ pub fn catalog(only: Option<&str>) -> Result<Vec<ModuleDoc>> {
         .iter()
         .filter(|(n, _)| wanted.is_none_or(|w| w == *n))
     {
-        out.push(script_module_doc(
-            &format!("{STDLIB_PREFIX}{name}"),
-            ModuleKind::Stdlib,
-            text,
-        )?);
+        out.push(script_module_doc(&format!("{STDLIB_PREFIX}{name}"), ModuleKind::Stdlib, text)?.0);
     }
     Ok(out)
 }
@@ -194,8 +194,11 @@ pub fn builtins_reference() -> String {
 
 /// The reference of one script or module: `nrl/<name>` is the stdlib module, anything
 /// else a file (`.rhai` may be left off), looked up as `import` would from the working
-/// directory: as given, then along `search_path` (NRL_PATH).
-pub fn module_doc(target: &str, search_path: &[PathBuf]) -> Result<ModuleDoc> {
+/// directory: as given, then along `base.search_path` (NRL_PATH). A playbook's declared
+/// arguments are learnt by running it in plan mode, output discarded, as
+/// `nrl script FILE --dry-run -- --help` would: up to its `cli(…)` call.
+pub fn module_doc(target: &str, base: &super::HostOptions) -> Result<ModuleDoc> {
+    let search_path = &base.search_path;
     if let Some(name) = target.strip_prefix(STDLIB_PREFIX) {
         let name = name.strip_suffix(".rhai").unwrap_or(name);
         let Some(text) = stdlib_text(name) else {
@@ -206,7 +209,8 @@ pub fn module_doc(target: &str, search_path: &[PathBuf]) -> Result<ModuleDoc> {
                 )
             }));
         };
-        return script_module_doc(&format!("{STDLIB_PREFIX}{name}"), ModuleKind::Stdlib, text);
+        return script_module_doc(&format!("{STDLIB_PREFIX}{name}"), ModuleKind::Stdlib, text)
+            .map(|(doc, _)| doc);
     }
     let file = if target.ends_with(".rhai") {
         PathBuf::from(target)
@@ -239,12 +243,38 @@ pub fn module_doc(target: &str, search_path: &[PathBuf]) -> Result<ModuleDoc> {
     let text = std::fs::read_to_string(found)
         .map_err(|e| Diag::new("nrl::io", format!("cannot read {}: {e}", found.display())))?;
     // Named as asked for: `team` found along NRL_PATH is imported as `team`.
-    script_module_doc(target, ModuleKind::Script, &text)
+    let (mut doc, playbook) = script_module_doc(target, ModuleKind::Script, &text)?;
+    if playbook {
+        doc.arguments = declared_arguments(target, found, &text, base);
+    }
+    Ok(doc)
+}
+
+/// What the playbook declares with `cli(…)`: run in plan mode with `--help` (no reads,
+/// nothing printed) until `cli(…)` stops it. A playbook that declares nothing, or fails
+/// before it does, has no arguments to list.
+fn declared_arguments(
+    name: &str,
+    path: &Path,
+    text: &str,
+    base: &super::HostOptions,
+) -> Vec<ArgDoc> {
+    let mut opts = base.clone();
+    opts.dry_run = true;
+    opts.live_reads = false;
+    opts.interactive = false;
+    opts.output = std::sync::Arc::new(super::CapturedOutput::new());
+    let host = super::Host::new(opts);
+    let _ = super::run_source(&host, name, Some(path), text, &["--help".to_string()]);
+    host.declaration()
+        .map(|d| d.documented())
+        .unwrap_or_default()
 }
 
 /// A script or module's reference from its text: the header comment and every
 /// non-private function with its `///` doc comment.
-fn script_module_doc(name: &str, kind: ModuleKind, text: &str) -> Result<ModuleDoc> {
+/// Also says whether it is a playbook (statements of its own) rather than a module.
+fn script_module_doc(name: &str, kind: ModuleKind, text: &str) -> Result<(ModuleDoc, bool)> {
     // Parsing needs no built-ins (functions are looked up when called); the expression
     // depths are a run's, so whatever runs also documents.
     let mut engine = rhai::Engine::new_raw();
@@ -310,29 +340,16 @@ fn script_module_doc(name: &str, kind: ModuleKind, text: &str) -> Result<ModuleD
     // In the order they are written (Rhai keeps them in a hash map).
     let at = |f: &FnDoc| text.find(&format!("fn {}(", f.name)).unwrap_or(usize::MAX);
     functions.sort_by_key(|f| (at(f), f.signature.clone()));
-    Ok(ModuleDoc {
+    let doc = ModuleDoc {
         name: name.to_string(),
         kind,
         about,
         usage,
         description,
+        arguments: Vec::new(),
         functions,
-    })
-}
-
-/// The leading `//` comment block of a script (not `///` doc comments, which belong to
-/// the function after them), without the comment markers.
-fn header_comment(text: &str) -> String {
-    let mut lines = Vec::new();
-    for line in text.lines() {
-        let t = line.trim_start();
-        if t.starts_with("///") || !t.starts_with("//") {
-            break;
-        }
-        let body = &t[2..];
-        lines.push(body.strip_prefix(' ').unwrap_or(body).trim_end());
-    }
-    lines.join("\n").trim().to_string()
+    };
+    Ok((doc, playbook))
 }
 
 /// The first paragraph of `text`, on one line.
@@ -357,6 +374,17 @@ pub fn markdown(m: &ModuleDoc) -> String {
         out.push_str(&format!("{}\n\n", m.description));
     }
     out.push_str(&format!("Use: `{}`\n", m.usage));
+    if !m.arguments.is_empty() {
+        out.push_str("\n## Arguments\n\n| Argument | Type | Description |\n|---|---|---|\n");
+        for a in &m.arguments {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                a.argument,
+                table_cell(&a.attributes),
+                table_cell(&a.help)
+            ));
+        }
+    }
     if !m.functions.is_empty() {
         out.push_str("\n## Functions\n");
     }
@@ -367,6 +395,14 @@ pub fn markdown(m: &ModuleDoc) -> String {
         }
     }
     out
+}
+
+/// Text in a Markdown table cell: one line, `|` escaped.
+fn table_cell(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
 }
 
 /// A Rust type as scripts know it: `RhaiResult<ImmutableString>` → `string`.

@@ -220,7 +220,9 @@ fn innermost(e: &EvalAltResult, here: Option<Span>) -> Diag {
 /// An uncaught library error: keep its message and help, label the script line, and
 /// show its own labels (YAML spans) as a related diagnostic.
 fn wrap_library_error(inner: &Diag, here: Option<Span>) -> Diag {
-    if inner.code == CODE_INTERRUPTED {
+    // A mistake on the command line (`--keep-clustr`) is the user's, not the script's:
+    // its own code and exit 2, no pointer into the script.
+    if inner.code == CODE_INTERRUPTED || super::declared::is_command_line_error(&inner.code) {
         return inner.clone();
     }
     let mut d = Diag::new(CODE_RUNTIME, inner.message.clone())

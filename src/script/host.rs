@@ -153,6 +153,22 @@ pub struct Host {
     regexes: Mutex<HashMap<String, regex::Regex>>,
     /// Set when `limits.max_duration` ran out.
     out_of_time: AtomicBool,
+    invocation: Mutex<Option<Invocation>>,
+    /// Set when `cli(…)` printed the script's `--help` and stopped it.
+    help_shown: AtomicBool,
+    /// What the script declared with `cli(…)` (for `nrl script doc`).
+    declaration: Mutex<Option<super::declared::Declaration>>,
+}
+
+/// The script `nrl script` runs and the words after its `--`, for `cli(…)`; a REPL
+/// session has none (its `cli(…)` parses no words).
+#[derive(Debug, Clone, Default)]
+pub struct Invocation {
+    /// The script as named on the command line (`scripts/launch.rhai`).
+    pub script: String,
+    pub words: Vec<String>,
+    /// The script's leading comment block, the description its `--help` shows.
+    pub header: String,
 }
 
 impl std::fmt::Debug for Host {
@@ -181,6 +197,9 @@ impl Host {
             sources: Mutex::new(Sources::default()),
             regexes: Mutex::new(HashMap::new()),
             out_of_time: AtomicBool::new(false),
+            invocation: Mutex::new(None),
+            help_shown: AtomicBool::new(false),
+            declaration: Mutex::new(None),
         })
     }
 
@@ -189,6 +208,41 @@ impl Host {
     pub fn stop_for_time_limit(&self) {
         self.out_of_time.store(true, Ordering::Relaxed);
         self.cancel();
+    }
+
+    /// Record the script being run and its arguments (before it starts).
+    pub fn set_invocation(&self, invocation: Invocation) {
+        *self.invocation.lock().unwrap_or_else(|e| e.into_inner()) = Some(invocation);
+    }
+
+    /// The script being run and its arguments; `None` in a REPL session.
+    pub fn invocation(&self) -> Option<Invocation> {
+        self.invocation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Remember that the script showed its `--help` and stopped (no plan to print).
+    pub fn mark_help_shown(&self) {
+        self.help_shown.store(true, Ordering::Relaxed);
+    }
+
+    /// Keep what `cli(…)` declared.
+    pub fn set_declaration(&self, declaration: super::declared::Declaration) {
+        *self.declaration.lock().unwrap_or_else(|e| e.into_inner()) = Some(declaration);
+    }
+
+    /// What the script declared with `cli(…)`, once it has called it.
+    pub fn declaration(&self) -> Option<super::declared::Declaration> {
+        self.declaration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn help_shown(&self) -> bool {
+        self.help_shown.load(Ordering::Relaxed)
     }
 
     /// Whether [`Host::stop_for_time_limit`] stopped the run.

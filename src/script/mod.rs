@@ -14,6 +14,7 @@
 pub mod args;
 pub mod builtins;
 pub mod convert;
+pub mod declared;
 pub mod docs;
 pub mod engine;
 pub mod errors;
@@ -23,7 +24,7 @@ pub mod plan;
 pub mod resolver;
 pub mod run;
 
-pub use host::{Host, HostOptions, Limits};
+pub use host::{Host, HostOptions, Invocation, Limits};
 pub use output::{CapturedOutput, Output, StdOutput, Stream};
 pub use plan::{Plan, PlanStep};
 pub use run::{Outcome, run_file, run_on_thread, run_source};

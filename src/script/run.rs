@@ -6,9 +6,10 @@ use std::sync::Arc;
 use rhai::{EvalAltResult, Scope};
 
 use super::args::script_args;
+use super::declared::header_comment;
 use super::engine::new_engine;
 use super::errors::{eval_error, parse_error};
-use super::host::Host;
+use super::host::{Host, Invocation};
 use super::plan::PlanStep;
 use crate::config::source::{SourceKind, add_source};
 use crate::diag::{Diag, Exit, Result};
@@ -20,6 +21,8 @@ pub struct Outcome {
     pub exit: Exit,
     /// What plan mode recorded (empty outside plan mode unless the script recorded).
     pub plan: Vec<PlanStep>,
+    /// The script printed its `--help` (from `cli(…)`) and stopped.
+    pub help_shown: bool,
 }
 
 /// Read and run a script file.
@@ -44,6 +47,11 @@ pub fn run_source(
 ) -> Result<Outcome> {
     let id = add_source(name.to_string(), path, text.to_string(), SourceKind::Text);
     host.add_source(name, id);
+    host.set_invocation(Invocation {
+        script: name.to_string(),
+        words: args.to_vec(),
+        header: header_comment(text),
+    });
     let engine = new_engine(host);
     let mut scope = Scope::new();
     scope.push_constant("args", script_args(args)?);
@@ -68,6 +76,7 @@ pub fn run_source(
     Ok(Outcome {
         exit,
         plan: host.plan.steps(),
+        help_shown: host.help_shown(),
     })
 }
 

@@ -34,6 +34,7 @@ mod run_catalog;
 mod run_k8s;
 mod run_k8s_longlived;
 mod run_local;
+mod script_args;
 mod script_cli;
 mod script_cluster;
 mod script_config;

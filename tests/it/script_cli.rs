@@ -415,6 +415,30 @@ fn doc_renders_a_module_as_markdown_from_its_comments() {
     let doc: serde_json::Value = serde_json::from_str(&ran.stdout).expect("json");
     assert_eq!(doc["kind"], "script");
     assert_eq!(doc["usage"], "nrl script scripts/launch.rhai -- …");
+    let names: Vec<&str> = doc["arguments"]
+        .as_array()
+        .expect("arguments")
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "recipe",
+            "infra",
+            "run_id",
+            "ttl",
+            "keep_cluster",
+            "overrides"
+        ]
+    );
+    // A playbook's reference lists what it declares with cli(…).
+    let ran = ctx
+        .nrl()
+        .args(["script", "doc", "scripts/sweep.rhai"])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, "doc_sweep_playbook", ran.stdout);
 
     let ran = ctx.nrl().args(["script", "doc", "teem"]).run();
     assert_eq!(ran.code, Some(2));

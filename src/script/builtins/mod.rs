@@ -9,6 +9,7 @@
 
 use rhai::{Engine, Module, exported_module};
 
+pub mod cli;
 pub mod cluster;
 mod cluster_io;
 mod cluster_plan;
@@ -46,6 +47,12 @@ pub const BUILTINS: &[Builtin] = &[
         about: "environment, files under the working directory, time, sleep, log lines, plan mode, exit",
         global: true,
         build: || exported_module!(util::util_module),
+    },
+    Builtin {
+        name: "cli",
+        about: "a playbook's declared arguments: cli(#{…}) with flag, string, int, float, file, path, list, overrides, positional",
+        global: true,
+        build: || exported_module!(cli::cli_module),
     },
     Builtin {
         name: "data",
@@ -136,5 +143,6 @@ pub fn register_types(engine: &mut Engine) {
         .register_type_with_name::<gym::GymRun>("GymRun")
         .register_type_with_name::<k8s::PortForward>("PortForward")
         .register_type_with_name::<interact::Progress>("Progress")
+        .register_type_with_name::<crate::script::declared::Arg>("Arg")
         .register_type_with_name::<crate::script::errors::ScriptError>("Error");
 }
