@@ -1,4 +1,5 @@
-//! `nrl script FILE [-- ARGS…]`: run a Rhai playbook.
+//! `nrl script FILE [-- ARGS…]`: run a Rhai playbook; `nrl script test [PATH…]`: run
+//! playbook tests.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,11 +9,13 @@ use clap::{Args, Subcommand};
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::ConnectOptions;
 use crate::script::errors::CODE_INTERRUPTED;
+use crate::script::test_runner::{self, render_result};
 use crate::script::{Host, HostOptions, docs, run_on_thread};
 
 /// Run a Rhai playbook with nrl's built-ins (config, render, k8s, ray, launch, cluster, dev,
 /// doctor, run, util).
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 #[command(after_help = "\
 Arguments after `--` reach the script as the map `args`: `--name value` → args.name,
 `a.b=1` → args.overrides, other words → args.positional; a bare `--flag` is true.
@@ -41,8 +44,8 @@ Examples:
   nrl script scripts/postmortem.rhai --dry-run --allow-reads -- --address http://127.0.0.1:8265 --job raysubmit_abc
   nrl script --builtins k8s
   nrl script --builtins -o json
-  nrl script doc nrl/sweep")]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+  nrl script doc nrl/sweep
+  nrl script test stdlib scripts")]
 pub struct ScriptArgs {
     #[command(subcommand)]
     pub command: Option<ScriptCommand>,
@@ -92,9 +95,11 @@ pub enum DocFormat {
     Json,
 }
 
+/// Subcommands of `nrl script` (a script file named like one needs a path: `./test`).
 #[derive(Debug, Subcommand)]
 pub enum ScriptCommand {
     Doc(DocArgs),
+    Test(TestArgs),
 }
 
 /// Print a script's or module's reference as Markdown, generated from its header comment
@@ -117,12 +122,54 @@ pub struct DocArgs {
     pub output: DocFormat,
 }
 
+/// Run playbook tests: every `test_*()` function of the `*_test.rhai` files under PATH,
+/// each on a fresh engine in plan mode against a simulated cluster.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+A test file is a `*_test.rhai` file (directories are searched recursively, hidden ones
+and target/ left out; a file named here is taken whatever its name). A test is a public
+function `test_name()` without parameters; the file's top level (imports, constants)
+runs before each. Each test runs in plan mode on a fresh engine: changes are recorded
+(`plan_steps()`, `planned(…)`), and reads answer from a simulated cluster the test
+scripts, never from a real one:
+  sim::object(manifest)                 an object k8s::get / list / wait see
+  sim::rayjob_ends(name, status[, msg]) how a planned RayJob (or a Ray job id) ends
+  sim::log(name, text)                  the log of a RayJob, a Ray job id or a pod
+  sim::pending_pod(name, reason, message, #{})  a pod the scheduler cannot place
+Assertions: assert(cond, msg), assert_eq(a, b), assert_planned(action, kind, name),
+planned(action, kind, name) (the rendered manifest of a planned apply);
+run_script(path, [args…]) runs a script in plan mode and returns #{exit, error, plan,
+stdout, stderr}. Paths in tests are taken from the working directory.
+
+Exit codes: 0 every test passed; 1 a test failed; 2 a syntax error in a test file, a
+missing PATH, or no tests found; 130 Ctrl-C.
+
+Example (scripts/postmortem_test.rhai):
+  fn test_a_failed_job_exits_1() {
+      sim::rayjob_ends(\"raysubmit_1\", \"FAILED\");
+      sim::log(\"raysubmit_1\", \"RuntimeError: CUDA out of memory\");
+      let r = run_script(\"scripts/postmortem.rhai\",
+                         [\"--address\", \"http://127.0.0.1:8265\", \"--job\", \"raysubmit_1\"]);
+      assert_eq(r.exit, 1);
+  }
+
+  nrl script test stdlib scripts
+  nrl script test scripts/launch_test.rhai")]
+pub struct TestArgs {
+    /// Test files or directories to search (default: the current directory).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
 fn json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string_pretty(value)
         .map_err(|e| Diag::new("nrl::internal", format!("cannot encode the reference: {e}")))
 }
 
 pub fn run(args: ScriptArgs) -> Result<Exit> {
+    if let Some(ScriptCommand::Test(t)) = args.command {
+        return run_tests(t);
+    }
     if let Some(ScriptCommand::Doc(doc)) = &args.command {
         let workdir = std::env::current_dir()
             .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
@@ -181,6 +228,32 @@ pub fn run(args: ScriptArgs) -> Result<Exit> {
                 crate::out!("{}", host.plan.render());
             }
             Ok(outcome.exit)
+        }
+        Err(d) if d.code == CODE_INTERRUPTED => {
+            crate::errln!("\ninterrupted");
+            Ok(Exit::Interrupted)
+        }
+        Err(d) => Err(d),
+    }
+}
+
+/// `nrl script test`: one line per test as it ends, then the failures and the counts.
+fn run_tests(args: TestArgs) -> Result<Exit> {
+    let runtime = super::common::runtime()?;
+    let cancel = runtime.block_on(async { super::common::cancel_on_signals() })?;
+    let workdir = std::env::current_dir()
+        .map_err(|e| Diag::new("nrl::io", format!("cannot read the working directory: {e}")))?;
+    let mut opts = HostOptions::new(workdir);
+    opts.runtime = Some(runtime.handle().clone());
+    opts.cancel = cancel;
+    let result = test_runner::run_on_thread(args.paths, opts, |r| {
+        crate::outln!("{}", render_result(r));
+    });
+    runtime.shutdown_background();
+    match result {
+        Ok(summary) => {
+            crate::out!("{}", summary.render());
+            Ok(summary.exit())
         }
         Err(d) if d.code == CODE_INTERRUPTED => {
             crate::errln!("\ninterrupted");

@@ -304,7 +304,8 @@ pub fn file_paths(prefix: &str, workdir: &Path) -> Vec<String> {
 }
 
 /// `import "…"`: the bundled `nrl/…` modules, then `.rhai` files (without the
-/// extension) and directories under the working directory and `NRL_PATH`.
+/// extension; not `*_test.rhai`) and directories under the working directory and
+/// `NRL_PATH`.
 fn module_paths(prefix: &str, cx: &Lookup) -> Vec<String> {
     let mut out: Vec<String> = STDLIB
         .iter()
@@ -316,7 +317,10 @@ fn module_paths(prefix: &str, cx: &Lookup) -> Vec<String> {
         for p in file_paths(prefix, &root) {
             if p.ends_with('/') {
                 out.push(p);
-            } else if let Some(stem) = p.strip_suffix(".rhai") {
+            } else if let Some(stem) = p.strip_suffix(".rhai")
+                // Tests (`nrl script test`) are run, not imported.
+                && !p.ends_with(crate::script::test_runner::TEST_FILE_SUFFIX)
+            {
                 out.push(stem.to_string());
             }
         }

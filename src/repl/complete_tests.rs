@@ -96,5 +96,8 @@ fn meta_commands_and_their_arguments() {
     let (_, c) = names(":help Config.ge");
     assert_eq!(c, ["Config.get"]);
     assert_eq!(names(":plan o").1, ["on", "off"]);
-    assert_eq!(names(":load scripts/lau").1, ["scripts/launch.rhai"]);
+    assert_eq!(
+        names(":load scripts/lau").1,
+        ["scripts/launch.rhai", "scripts/launch_test.rhai"]
+    );
 }

@@ -30,6 +30,12 @@ pub fn new_engine(host: &Arc<Host>) -> Engine {
             engine.register_static_module(b.name, module.clone());
         }
     }
+    // `sim::…` exists only where a simulated cluster answers (a test).
+    if host.plan.is_simulated() {
+        static SIM: OnceLock<Shared<Module>> = OnceLock::new();
+        let sim = SIM.get_or_init(|| builtins::sim_module().into());
+        engine.register_static_module("sim", sim.clone());
+    }
     engine
 }
 

@@ -83,6 +83,9 @@ struct Frame {
 pub fn parse_error(host: &Host, source_name: &str, err: &ParseError) -> Diag {
     let mut d = Diag::new(CODE_COMPILE, format!("syntax error: {}", err.err_type()));
     d = d.label(span_at(host, source_name, err.position()), "here");
+    if matches!(err.err_type(), rhai::ParseErrorType::ModuleUndefined(m) if m == "sim") {
+        return d.help("`sim::…` scripts the simulated cluster of a test: it exists only in `*_test.rhai` files run by `nrl script test`");
+    }
     d.help("Rhai reports the first syntax error only: fix it and run again")
 }
 

@@ -280,6 +280,18 @@ impl Host {
         if !self.dry_run() {
             return Ok(());
         }
+        if self.plan.is_simulated() {
+            // A test never reaches a real cluster, whatever `plan_options` says.
+            return Err(fail(
+                Diag::new(
+                    CODE_SIM_READ,
+                    format!("in a test this call would read {target}, and the simulated cluster does not answer it"),
+                )
+                .help(
+                    "the simulation answers k8s::get/list/wait/logs, a planned RayJob's status/wait/follow/log and a dashboard's status/logs/wait; script them with sim::object, sim::rayjob_ends and sim::log",
+                ),
+            ));
+        }
         if !self.live_reads() {
             return Err(fail(
                 Diag::new(
@@ -301,6 +313,52 @@ impl Host {
                 .record("read", target, "live read (reads are allowed in this plan)");
         }
         Ok(())
+    }
+
+    /// In a test (plan mode over a simulated cluster), the object `kind`/`name` as the
+    /// simulation holds it after this plan's steps (`Some(None)`: absent); `None`:
+    /// not a test, ask the cluster.
+    pub fn sim_object(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Option<serde_json::Value>> {
+        if !self.dry_run() {
+            return None;
+        }
+        self.plan.read_object(kind, namespace, name)
+    }
+
+    /// In a test, the objects of `kind` the simulation lists; `None`: not a test.
+    pub fn sim_list(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        selector: Option<&str>,
+    ) -> Option<Result<Vec<serde_json::Value>, Diag>> {
+        if !self.dry_run() {
+            return None;
+        }
+        self.plan.read_list(kind, namespace, selector)
+    }
+
+    /// In a test, the log the simulation has for a RayJob, Ray job or pod `name`
+    /// (`Some(None)`: none scripted); `None`: not a test.
+    pub fn sim_log(&self, name: &str) -> Option<Option<String>> {
+        if !self.dry_run() {
+            return None;
+        }
+        self.plan.with_simulation(|s| s.log(name))
+    }
+
+    /// In a test, how job `name` ends if the test said (`Some(None)`: it did not);
+    /// `None`: not a test.
+    pub fn sim_job_end(&self, name: &str) -> Option<Option<super::sim::JobEnd>> {
+        if !self.dry_run() {
+            return None;
+        }
+        self.plan.with_simulation(|s| s.job_end(name))
     }
 
     /// The Ray client behind a script handle, through [`Host::live_read`].
@@ -610,6 +668,9 @@ impl ScriptRay {
 
 /// Code of a read refused in plan mode.
 pub const CODE_PLAN_LIVE_READ: &str = "nrl::script::plan_live_read";
+
+/// Code of a read the simulated cluster of a test cannot answer.
+pub const CODE_SIM_READ: &str = "nrl::script::sim_read";
 
 /// The engine tag that carries the host to plugin functions.
 #[derive(Clone)]

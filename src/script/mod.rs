@@ -9,7 +9,9 @@
 //! the importing script, then along `NRL_PATH` ([`resolver`]). In plan mode (`--dry-run`)
 //! every built-in that would change a cluster records a step in the run's [`plan::Plan`]
 //! and returns a simulated handle. Errors become [`crate::diag::Diag`]s with the script
-//! span and the call chain through imported modules ([`errors`]).
+//! span and the call chain through imported modules ([`errors`]). `nrl script test`
+//! ([`test_runner`]) runs the `test_*` functions of `*_test.rhai` files in plan mode
+//! against a simulated cluster ([`sim`]).
 
 pub mod args;
 pub mod builtins;
@@ -23,6 +25,8 @@ pub mod output;
 pub mod plan;
 pub mod resolver;
 pub mod run;
+pub mod sim;
+pub mod test_runner;
 
 pub use host::{Host, HostOptions, Invocation, Limits};
 pub use output::{CapturedOutput, Output, StdOutput, Stream};

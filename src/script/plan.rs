@@ -8,10 +8,18 @@
 //! The plan also remembers what it would have done to each object (`applied`,
 //! `deleted`), so reads later in the same dry run (`cluster::status`, `cluster::logs`)
 //! answer for the planned state instead of asking a cluster that was never changed.
+//!
+//! Under `nrl script test` the plan also holds the test's [`Simulation`]: reads answer
+//! from the objects the plan applied or deleted over the simulated cluster
+//! ([`Plan::read_object`], [`Plan::read_list`]), never from a real one.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use serde_json::Value as Json;
+
+use super::sim::Simulation;
+use crate::diag::Result;
 use crate::terminal_text::{Wrap, plain_table};
 
 /// One recorded action.
@@ -31,6 +39,10 @@ pub struct Plan {
     steps: Mutex<Vec<PlanStep>>,
     /// `Kind/namespace/name` → what the plan does to it (`applied`, `deleted`).
     fates: Mutex<HashMap<String, String>>,
+    /// Step number → the object an `apply` step applies (what `planned(…)` returns).
+    objects: Mutex<HashMap<usize, Json>>,
+    /// The simulated cluster of a test (`None` outside `nrl script test`).
+    sim: Mutex<Option<Simulation>>,
 }
 
 /// The key of an object in [`Plan::mark`].
@@ -59,10 +71,102 @@ impl Plan {
         steps.len()
     }
 
+    /// Record an `apply` of `object`; returns its step number. The object is kept for
+    /// [`Plan::object_of`] and, in a test, later reads see it.
+    pub fn record_apply(
+        &self,
+        target: impl Into<String>,
+        details: impl Into<String>,
+        object: Json,
+    ) -> usize {
+        let step = self.record("apply", target, details);
+        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        objects.insert(step, object);
+        step
+    }
+
+    /// The object applied by step `step` (1-based), if it was recorded with one.
+    pub fn object_of(&self, step: usize) -> Option<Json> {
+        let objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        objects.get(&step).cloned()
+    }
+
     /// Forget the recorded steps (REPL `:clear`).
     pub fn clear(&self) {
         self.steps.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.fates.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Answer reads from `sim` from now on (a test of `nrl script test`).
+    pub fn simulate(&self, sim: Simulation) {
+        *self.sim.lock().unwrap_or_else(|e| e.into_inner()) = Some(sim);
+    }
+
+    /// Whether reads answer from a simulated cluster.
+    pub fn is_simulated(&self) -> bool {
+        self.sim.lock().map(|s| s.is_some()).unwrap_or(false)
+    }
+
+    /// A copy of the simulation (for a script a test runs, which shares it).
+    pub fn simulation(&self) -> Option<Simulation> {
+        self.sim.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// Change the simulation; `None` when there is none.
+    pub fn with_simulation<T>(&self, f: impl FnOnce(&mut Simulation) -> T) -> Option<T> {
+        let mut sim = self.sim.lock().unwrap_or_else(|e| e.into_inner());
+        sim.as_mut().map(f)
+    }
+
+    /// The simulated cluster as this plan leaves it: the test's objects, then each
+    /// planned apply (replacing) and delete (removing) in step order.
+    fn simulated_view(&self) -> Option<Simulation> {
+        let mut view = self.simulation()?;
+        let steps = self.steps();
+        for (i, step) in steps.iter().enumerate() {
+            match step.action.as_str() {
+                "apply" => {
+                    if let Some(obj) = self.object_of(i + 1) {
+                        // Planned objects carry kind and name (validated when recorded).
+                        let _ = view.add_object(obj);
+                    }
+                }
+                "delete" => {
+                    if let Some((kind, name)) = step.target.split_once('/') {
+                        view.remove(kind, name);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(view)
+    }
+
+    /// In a test: the object the simulated cluster holds after this plan's steps
+    /// (`Some(None)`: no such object). `None` outside a test.
+    pub fn read_object(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Option<Json>> {
+        self.simulated_view().map(|v| v.get(kind, namespace, name))
+    }
+
+    /// In a test: the objects of `kind` the simulated cluster lists after this plan's
+    /// steps. `None` outside a test.
+    pub fn read_list(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        selector: Option<&str>,
+    ) -> Option<Result<Vec<Json>>> {
+        self.simulated_view()
+            .map(|v| v.list(kind, namespace, selector))
     }
 
     /// Remember that the plan `fate`s (`applied`, `deleted`) the object `key`

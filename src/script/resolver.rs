@@ -227,3 +227,25 @@ impl ModuleResolver for NrlResolver {
         Ok(module)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_stdlib_is_every_module_of_stdlib_and_no_test_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("stdlib");
+        let mut modules: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".rhai").map(str::to_string)
+            })
+            .filter(|stem| !stem.ends_with("_test"))
+            .collect();
+        modules.sort();
+        let embedded: Vec<&str> = STDLIB.iter().map(|(n, _)| *n).collect();
+        assert_eq!(embedded, modules);
+        assert!(stdlib_text("retry_test").is_none());
+    }
+}

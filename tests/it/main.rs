@@ -46,4 +46,5 @@ mod script_playbooks;
 mod script_ray;
 mod script_run;
 mod script_stdlib;
+mod script_test_runner;
 mod script_util;

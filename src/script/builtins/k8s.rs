@@ -119,9 +119,14 @@ pub mod k8s_module {
                 let h = host(&ctx)?;
                 check_keys("list", &options, &["namespace", "selector"])?;
                 let ar = by_kind(kind).map_err(fail)?;
-                let k = h.k8s()?;
-                let ns = opt_str(&options, "namespace").unwrap_or_else(|| k.namespace.clone());
                 let selector = opt_str(&options, "selector");
+                let namespace = opt_str(&options, "namespace");
+                if let Some(items) = h.sim_list(&ar.kind, namespace.as_deref(), selector.as_deref())
+                {
+                    return Ok(items.map_err(fail)?.iter().map(json_to_dynamic).collect());
+                }
+                let k = h.k8s()?;
+                let ns = namespace.unwrap_or_else(|| k.namespace.clone());
                 let items = h.block_on(k.list(&ar, &ns, selector.as_deref()))?;
                 Ok(items.iter().map(json_to_dynamic).collect())
             })(),
@@ -186,8 +191,20 @@ pub mod k8s_module {
             (|| -> RhaiResult<Dynamic> {
                 let h = host(&ctx)?;
                 let ar = by_kind(kind).map_err(fail)?;
+                let mut check = condition_check(&ar.kind, condition)?;
+                if let Some(obj) = h.sim_object(&ar.kind, None, name) {
+                    seconds(timeout)?;
+                    // A simulated cluster does not change while a test waits: the
+                    // condition holds now or never.
+                    return match check(obj.as_ref()) {
+                        Verdict::Done(v) => {
+                            Ok(v.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT))
+                        }
+                        Verdict::Fail(d) => Err(fail(d)),
+                        Verdict::Pending => Err(fail(sim_never(&ar.kind, name, condition))),
+                    };
+                }
                 let k = h.k8s()?;
-                let check = condition_check(&ar.kind, condition)?;
                 let ns = k.namespace.clone();
                 let what = condition.to_string();
                 let v = h.block_on(k.wait_for(&ar, &ns, name, seconds(timeout)?, &what, check))?;
@@ -211,8 +228,20 @@ pub mod k8s_module {
             (|| -> RhaiResult<Dynamic> {
                 let h = host(&ctx)?;
                 let ar = by_kind(kind).map_err(fail)?;
-                let k = h.k8s()?;
                 let timeout = seconds(timeout)?;
+                if let Some(obj) = h.sim_object(&ar.kind, None, name) {
+                    let value = obj.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT);
+                    let done: Dynamic = check.call_within_context(&ctx, (value.clone(),))?;
+                    if done.as_bool().unwrap_or(false) {
+                        return Ok(value);
+                    }
+                    return Err(fail(sim_never(
+                        &ar.kind,
+                        name,
+                        "as the script's check wants",
+                    )));
+                }
+                let k = h.k8s()?;
                 let (name_owned, ns) = (name.to_string(), k.namespace.clone());
                 let mut pump = Pump::start(&h, |tx| async move {
                     let states = tx.clone();
@@ -262,6 +291,9 @@ pub mod k8s_module {
             ctx.call_position(),
             (|| -> RhaiResult<String> {
                 let h = host(&ctx)?;
+                if let Some(text) = sim_pod_log(&h, pod, &options)? {
+                    return Ok(text);
+                }
                 let (k, ns, opts) = log_setup(&h, &options, false)?;
                 let mut text = String::new();
                 h.block_on(k.stream_pod_logs(&ns, pod, &opts, |line| {
@@ -287,6 +319,16 @@ pub mod k8s_module {
             ctx.call_position(),
             (|| -> RhaiResult<()> {
                 let h = host(&ctx)?;
+                if let Some(text) = sim_pod_log(&h, pod, &options)? {
+                    for line in text.lines() {
+                        let more: Dynamic =
+                            callback.call_within_context(&ctx, (line.to_string(),))?;
+                        if !more.as_bool().unwrap_or(true) {
+                            break;
+                        }
+                    }
+                    return Ok(());
+                }
                 let (k, ns, opts) = log_setup(&h, &options, true)?;
                 let pod_owned = pod.to_string();
                 let mut pump = Pump::start(&h, |tx| async move {
@@ -495,6 +537,9 @@ fn get_in(
 ) -> RhaiResult<Dynamic> {
     let h = host(ctx)?;
     let ar = by_kind(kind).map_err(fail)?;
+    if let Some(obj) = h.sim_object(&ar.kind, namespace, name) {
+        return Ok(obj.as_ref().map(json_to_dynamic).unwrap_or(Dynamic::UNIT));
+    }
     let k = h.k8s()?;
     let ns = namespace
         .map(str::to_string)
@@ -545,13 +590,13 @@ fn apply_one(h: &Host, obj: &Dynamic) -> RhaiResult<Dynamic> {
     if h.dry_run() {
         let ns_hint = planned_namespace(h);
         let r = ObjectRef::of(&json, &ns_hint).map_err(fail)?;
-        h.plan.record(
-            "apply",
+        h.plan.record_apply(
             r.describe(),
             format!(
                 "namespace {} (server-side apply, field manager nrl)",
                 r.namespace
             ),
+            json.clone(),
         );
         return Ok(json_to_dynamic(&json));
     }
@@ -560,6 +605,38 @@ fn apply_one(h: &Host, obj: &Dynamic) -> RhaiResult<Dynamic> {
     h.announce(&k, &r.namespace);
     let stored = h.block_on(k.apply(&json, ApplyOptions::default()))?;
     Ok(json_to_dynamic(&stored))
+}
+
+/// A condition the simulated object does not meet: in a test it never will.
+fn sim_never(kind: &str, name: &str, condition: &str) -> Diag {
+    Diag::api(
+        "nrl::k8s::timeout",
+        format!("{kind} {name} is not {condition} in the simulated cluster, and it does not change while a test waits"),
+    )
+    .help("script the state the wait should see with sim::object (or leave the object out for \"deleted\")")
+}
+
+/// In a test, a pod's log from the simulation (empty when none was scripted), with
+/// `tail` applied; `None`: not a test.
+fn sim_pod_log(h: &Host, pod: &str, options: &Map) -> RhaiResult<Option<String>> {
+    check_keys("logs", options, &["container", "tail", "namespace"])?;
+    let Some(text) = h.sim_log(pod) else {
+        return Ok(None);
+    };
+    let text = text.unwrap_or_default();
+    let tail = options
+        .get("tail")
+        .and_then(|v| v.as_int().ok())
+        .and_then(|n| usize::try_from(n).ok());
+    let Some(n) = tail else {
+        return Ok(Some(text));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = lines[lines.len().saturating_sub(n)..].join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    Ok(Some(out))
 }
 
 fn log_setup(h: &Host, options: &Map, follow: bool) -> RhaiResult<(K8s, String, LogOptions)> {

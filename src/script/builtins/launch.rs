@@ -129,7 +129,7 @@ pub mod launch_module {
     pub fn status(ctx: NativeCallContext, j: &mut RayJob) -> RhaiResult<Map> {
         let h = host(&ctx)?;
         if j.planned {
-            return Ok(planned_status());
+            return Ok(planned_status(&h, &j.name));
         }
         let (k, ar) = (h.k8s()?, by_kind("RayJob").map_err(fail)?);
         let obj = h.block_on(k.get(&ar, &j.namespace, &j.name))?;
@@ -219,11 +219,7 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
     let mut run = RayJobRunOptions::new(rc.run_id.clone());
     run.name = opts.rayjob.name.clone();
     run.shutdown = opts.rayjob.shutdown_after_finishes;
-    // KubeRay refuses a TTL without shutdown: unless given, it follows the choice.
-    run.ttl_seconds = match (run.shutdown, options.contains_key("ttl")) {
-        (false, false) => 0,
-        _ => opts.rayjob.ttl_seconds_after_finished,
-    };
+    run.ttl_seconds = opts.rayjob.ttl_seconds_after_finished;
     run.extra_labels = opts.rayjob.extra_labels.clone();
     run.wait = false;
     run.repo_root = rc.repo_root.clone();
@@ -250,7 +246,8 @@ fn launch_rayjob(ctx: &NativeCallContext, cfg: &Config, options: &Map) -> RhaiRe
         job.namespace, job.run_id, plan.shutdown, plan.ttl_seconds
     );
     if h.dry_run() {
-        h.plan.record("apply", job.manifest.describe(), details);
+        h.plan
+            .record_apply(job.manifest.describe(), details, plan.manifest.clone());
         return Ok(job);
     }
     let k = h.k8s()?;
@@ -319,7 +316,30 @@ impl LaunchOutput for HostOutput {
     }
 }
 
-fn planned_status() -> Map {
+/// A planned RayJob's status: how the test's simulation says it ends
+/// (`sim::rayjob_ends`), else `Planned`/`PLANNED`.
+fn planned_status(h: &Host, name: &str) -> Map {
+    let Some(Some(end)) = h.sim_job_end(name) else {
+        return plan_only_status();
+    };
+    // KubeRay's jobDeploymentStatus for the Ray job's status.
+    let deployment = match end.status.as_str() {
+        "SUCCEEDED" | "STOPPED" => "Complete",
+        "FAILED" => "Failed",
+        _ => "Running",
+    };
+    let mut m = plan_only_status();
+    m.insert("deployment".into(), deployment.into());
+    m.insert("job".into(), end.status.into());
+    m.insert(
+        "message".into(),
+        end.message.map(Dynamic::from).unwrap_or(Dynamic::UNIT),
+    );
+    m.insert("exists".into(), Dynamic::TRUE);
+    m
+}
+
+fn plan_only_status() -> Map {
     let mut m = Map::new();
     m.insert("deployment".into(), "Planned".into());
     m.insert("job".into(), "PLANNED".into());
@@ -362,12 +382,21 @@ fn state_map(state: &RayJobState) -> Map {
 fn wait_for_end(h: &Arc<Host>, j: &RayJob, timeout: INT, follow_log: bool) -> RhaiResult<Map> {
     if j.planned {
         if follow_log {
-            h.line(
-                Stream::Stderr,
-                &format!("(plan) would follow the driver log of RayJob {}", j.name),
-            );
+            match h.sim_log(&j.name) {
+                // A test's scripted driver log: printed and kept as a followed one is.
+                Some(Some(text)) => {
+                    h.print(Stream::Stdout, &text);
+                    if let Ok(mut log) = j.log.lock() {
+                        *log = text;
+                    }
+                }
+                _ => h.line(
+                    Stream::Stderr,
+                    &format!("(plan) would follow the driver log of RayJob {}", j.name),
+                ),
+            }
         }
-        return Ok(planned_status());
+        return Ok(planned_status(h, &j.name));
     }
     let k = h.k8s()?;
     let Some(run) = &j.run else {

@@ -27,7 +27,9 @@ pub mod options;
 pub mod ray;
 pub mod render;
 pub mod run;
+pub mod sim;
 pub mod stream;
+pub mod testing;
 pub mod util;
 
 /// One built-in module.
@@ -65,6 +67,12 @@ pub const BUILTINS: &[Builtin] = &[
         about: "prompt and confirm, shell commands, progress",
         global: true,
         build: || exported_module!(interact::interact_module),
+    },
+    Builtin {
+        name: "testing",
+        about: "assertions (assert, assert_eq, assert_planned, planned) and run_script, for `nrl script test`",
+        global: true,
+        build: || exported_module!(testing::testing_module),
     },
     Builtin {
         name: "config",
@@ -127,6 +135,11 @@ pub const BUILTINS: &[Builtin] = &[
         build: || exported_module!(gym::gym_module),
     },
 ];
+
+/// The `sim` module: registered only on the engines of `nrl script test`.
+pub fn sim_module() -> Module {
+    exported_module!(sim::sim_module)
+}
 
 /// Give the handle types their script names (`type_of(cfg) == "Config"`).
 pub fn register_types(engine: &mut Engine) {

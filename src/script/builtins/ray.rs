@@ -142,6 +142,9 @@ pub mod ray_module {
     #[rhai_fn(global, pure, return_raw)]
     pub fn logs(ctx: NativeCallContext, d: &mut Dashboard, id: &str) -> RhaiResult<String> {
         let h = host(&ctx)?;
+        if let Some(text) = sim_logs(&h, id) {
+            return Ok(text);
+        }
         h.block_on(h.ray(&d.client)?.logs(id))
     }
 
@@ -235,6 +238,9 @@ pub mod ray_module {
         let h = host(&ctx)?;
         if s.planned {
             return Ok(String::new());
+        }
+        if let Some(text) = sim_logs(&h, &s.id) {
+            return Ok(text);
         }
         h.block_on(h.ray(&s.client)?.logs(&s.id))
     }
@@ -438,9 +444,45 @@ fn planned_details(s: &Submission) -> Dynamic {
     Dynamic::from_map(m)
 }
 
+/// In a test, a Ray job's log as the simulation has it (empty when none was scripted);
+/// `None`: not a test.
+fn sim_logs(h: &Host, id: &str) -> Option<String> {
+    h.sim_log(id).map(Option::unwrap_or_default)
+}
+
+/// In a test, a Ray job's details as the simulation says (`sim::rayjob_ends`; a job
+/// with only a log is `RUNNING`); `None`: not a test.
+fn sim_details(h: &Host, id: &str) -> Option<RhaiResult<Dynamic>> {
+    let end = h.sim_job_end(id)?;
+    let (status, message) = match end {
+        Some(e) => (e.status, e.message),
+        None if matches!(h.sim_log(id), Some(Some(_))) => ("RUNNING".to_string(), None),
+        None => {
+            return Some(Err(fail(
+                Diag::api(
+                    "nrl::ray::not_found",
+                    format!("the simulated dashboard has no job {id}"),
+                )
+                .help("script it with sim::rayjob_ends(id, status) or sim::log(id, text)"),
+            )));
+        }
+    };
+    let mut m = Map::new();
+    m.insert("submission_id".into(), id.into());
+    m.insert("status".into(), status.into());
+    m.insert(
+        "message".into(),
+        message.map(Dynamic::from).unwrap_or(Dynamic::UNIT),
+    );
+    Some(Ok(Dynamic::from_map(m)))
+}
+
 fn details(h: &Host, s: &Submission) -> RhaiResult<Dynamic> {
     if s.planned {
         return Ok(planned_details(s));
+    }
+    if let Some(d) = sim_details(h, &s.id) {
+        return d;
     }
     Ok(to_dynamic(&h.block_on(h.ray(&s.client)?.status(&s.id))?))
 }
@@ -448,6 +490,9 @@ fn details(h: &Host, s: &Submission) -> RhaiResult<Dynamic> {
 fn tail_lines(h: &Host, s: &Submission) -> RhaiResult<Array> {
     if s.planned {
         return Ok(Array::new());
+    }
+    if let Some(text) = sim_logs(h, &s.id) {
+        return Ok(text.lines().map(|l| Dynamic::from(l.to_string())).collect());
     }
     let mut text = String::new();
     follow_log(h, &s.client, &s.id, |chunk| {
@@ -461,6 +506,15 @@ fn tail_callback(ctx: &NativeCallContext, s: &Submission, callback: &FnPtr) -> R
     let h = host(ctx)?;
     if s.planned {
         return Ok(planned_details(s));
+    }
+    if let Some(text) = sim_logs(&h, &s.id) {
+        if !text.is_empty() {
+            let more: Dynamic = callback.call_within_context(ctx, (text,))?;
+            if !more.as_bool().unwrap_or(true) {
+                return Ok(Dynamic::UNIT);
+            }
+        }
+        return sim_details(&h, &s.id).unwrap_or(Ok(Dynamic::UNIT));
     }
     let done = follow_log(&h, &s.client, &s.id, |chunk| {
         let r: Dynamic = callback.call_within_context(ctx, (chunk.to_string(),))?;
@@ -476,6 +530,10 @@ fn follow_to_stdout(h: &Host, s: &Submission) -> RhaiResult<Dynamic> {
             &format!("(plan) would follow the log of job {}", s.id),
         );
         return Ok(planned_details(s));
+    }
+    if let Some(text) = sim_logs(h, &s.id) {
+        h.print(Stream::Stdout, &text);
+        return sim_details(h, &s.id).unwrap_or(Ok(Dynamic::UNIT));
     }
     let done = follow_log(h, &s.client, &s.id, |chunk| {
         h.print(Stream::Stdout, chunk);
@@ -504,6 +562,9 @@ fn stop_submission(h: &Host, s: &Submission) -> RhaiResult<Dynamic> {
 fn wait_submission(h: &Host, s: &Submission, timeout: FLOAT) -> RhaiResult<Dynamic> {
     if s.planned {
         return Ok(planned_details(s));
+    }
+    if let Some(d) = sim_details(h, &s.id) {
+        return d;
     }
     let Ok(t) = Duration::try_from_secs_f64(timeout) else {
         return Err(fail(Diag::new(

@@ -140,6 +140,12 @@ pub fn run_options(options: &Map, extra: &[&str]) -> Result<RunOptions> {
             }
         }
     }
+    // KubeRay refuses a TTL on a RayJob that keeps its cluster (validation.go,
+    // ValidateRayJobSpec): unless given, the TTL follows the choice, for a render and a
+    // launch alike.
+    if !out.rayjob.shutdown_after_finishes && !options.contains_key("ttl") {
+        out.rayjob.ttl_seconds_after_finished = 0;
+    }
     Ok(out)
 }
 
