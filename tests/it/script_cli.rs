@@ -534,3 +534,146 @@ fn the_time_limit_stops_loops_and_waits() {
         );
     }
 }
+
+/// A README command line: its `NAME=VALUE` prefixes and its words.
+type ReadmeCommand = (Vec<(String, String)>, Vec<String>);
+
+/// The command lines of the README's plain code blocks between `from` and `to`
+/// (continuation lines joined).
+fn readme_commands(from: &str, to: &str) -> Vec<ReadmeCommand> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("read README");
+    let start = readme.find(from).expect("the section");
+    let end = start + readme[start..].find(to).expect("the next section");
+    let (mut out, mut block, mut pending) = (Vec::new(), None::<bool>, String::new());
+    for line in readme[start..end].lines() {
+        if let Some(lang) = line.strip_prefix("```") {
+            // A plain block holds commands; ```rhai one, a script.
+            block = match block {
+                None => Some(lang.is_empty()),
+                Some(_) => None,
+            };
+            continue;
+        }
+        if block != Some(true) || line.trim().is_empty() {
+            continue;
+        }
+        pending.push_str(line.trim_end_matches('\\').trim());
+        pending.push(' ');
+        if line.ends_with('\\') {
+            continue;
+        }
+        let text = std::mem::take(&mut pending);
+        let mut words = shell_words(&text);
+        let mut env = Vec::new();
+        while let Some((k, v)) = words.first().and_then(|w| w.split_once('='))
+            && k.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        {
+            env.push((k.to_string(), v.to_string()));
+            words.remove(0);
+        }
+        out.push((env, words));
+    }
+    out
+}
+
+/// Split a command line as a shell would for the README's lines: words, and
+/// double-quoted words.
+fn shell_words(text: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted) = (Vec::new(), String::new(), false);
+    for c in text.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Every command of the README's Playbooks section that needs no cluster runs here as
+/// written (plan mode, tests, docs) and succeeds; the others are named, so a new one is
+/// either run or knowingly left out.
+#[test]
+fn the_readme_playbook_commands_run_as_written() {
+    let commands = readme_commands("### Playbooks", "### Gym benchmark runs");
+    // These reach a dashboard, a dev pod, or run the training locally.
+    let needs_a_cluster_or_runs_training = [
+        "nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc",
+        "nrl script scripts/dev_loop.rhai -- --sync nemo_rl --sync tests --cmd uv run pytest -x tests/unit",
+        "nrl script scripts/dev_loop.rhai -- --local --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml",
+    ];
+    let ctx = TestContext::new();
+    let mut ran = Vec::new();
+    for (env, words) in &commands {
+        assert_eq!(
+            words[0], "nrl",
+            "a README line that is not an nrl command: {words:?}"
+        );
+        let line = words.join(" ");
+        let runnable = words.iter().any(|w| w == "--dry-run") || words[1..3] == ["script", "test"];
+        if !runnable {
+            assert!(
+                needs_a_cluster_or_runs_training.contains(&line.as_str()),
+                "a README command this test neither runs nor knows: {line}"
+            );
+            continue;
+        }
+        let mut cmd = ctx.nrl();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.args(&words[1..]).run();
+        assert_eq!(out.code, Some(0), "{line}\n{}{}", out.stdout, out.stderr);
+        ran.push(line);
+    }
+    assert_eq!(ran.len(), 7, "{ran:#?}");
+}
+
+/// The README's `cli(#{…})` example is a script that runs: its arguments parse as the
+/// comments beside them say.
+#[test]
+fn the_readme_cli_example_declares_what_it_says() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("read README");
+    let start = readme
+        .find("```rhai\nlet args = cli(#{")
+        .expect("the cli example")
+        + 8;
+    let end = start + readme[start..].find("```").expect("its end");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("example.rhai");
+    let body = format!(
+        "{}print(`${{args.recipe}} ${{type_of(args.ttl)}} ${{args.ttl}} ${{args.keep_cluster}} ${{args.tag}} ${{args.overrides}}`);\n",
+        &readme[start..end]
+    );
+    std::fs::write(&script, body).expect("write");
+    let ctx = TestContext::new();
+    let args = [
+        "--recipe",
+        "examples/quickstart/recipe.yaml",
+        "--keep-cluster",
+        "--tag",
+        "a",
+        "--tag",
+        "b",
+        "x.y=1",
+    ];
+    let out = ctx
+        .nrl()
+        .arg("script")
+        .arg(&script)
+        .arg("--")
+        .args(args)
+        .run();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "examples/quickstart/recipe.yaml i64 600 true [\"a\", \"b\"] [\"x.y=1\"]\n"
+    );
+}

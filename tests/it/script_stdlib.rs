@@ -71,7 +71,9 @@ fn sweep_runs_points_with_bounded_concurrency() {
     assert_eq!(lines[2], "1    a=1 b=x    SUCCEEDED");
     assert_eq!(lines[3], "2    a=2 b=x    ERROR");
     assert_eq!(lines[4], "3    a=3 b=x    SUCCEEDED");
-    assert_eq!(lines[5], "3 run(s), 1 failed");
+    // Why the failed run failed, after the table.
+    assert_eq!(lines[5], "run 2 (a=2 b=x): boom");
+    assert_eq!(lines[6], "3 run(s), 1 failed");
     assert!(r.stderr().contains("sweep: 3 run(s), at most 2 at a time"));
 }
 

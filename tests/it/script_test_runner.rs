@@ -27,10 +27,11 @@ fn in_dir(files: &[(&str, &str)]) -> (tempfile::TempDir, TestContext) {
 
 #[test]
 fn the_stdlib_and_script_tests_pass() {
-    let ctx = TestContext::new();
+    // As CI runs them: the example playbook's team library on NRL_PATH.
+    let ctx = TestContext::new().env("NRL_PATH", "examples/playbooks/lib");
     let r = ctx
         .nrl()
-        .args(["script", "test", "stdlib", "scripts"])
+        .args(["script", "test", "stdlib", "scripts", "examples"])
         .run();
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
     let last = r.stdout.lines().last().unwrap_or_default();
