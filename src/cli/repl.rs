@@ -29,8 +29,8 @@ Results: arrays of maps print as tables (Kubernetes objects as NAME/STATUS/AGE),
 and manifests as YAML, handles as one line.
 
 With stdin not a terminal, lines are evaluated as they arrive (no prompt) and the exit
-code is that of the last input: 0, or 2 (syntax), 1 (runtime), 3 (cluster API);
-exit(n) ends with n, :quit with 0, Ctrl-C with 130.
+code is that of the first input that failed: 2 (syntax), 1 (runtime), 3 (cluster API),
+0 when none did; :quit ends the input, exit(n) ends with n, Ctrl-C with 130.
 
 Examples:
   nrl repl

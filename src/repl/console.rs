@@ -6,11 +6,12 @@
 //!
 //! Pipe (stdin is not a terminal): no prompt; lines are evaluated as they come, an
 //! unfinished construct gathering lines until it is complete; errors go to stderr and
-//! the session goes on. At the end of input the exit code is that of the last input:
-//! 0 when it succeeded, otherwise its error's code (2 syntax error or bad command,
-//! 1 runtime error, 3 cluster API); unfinished input at the end counts as a syntax
-//! error. `exit(n)` ends the session with `n` and `:quit` with 0, in both modes; Ctrl-C
-//! on a pipe ends it with 130.
+//! the session goes on. At the end of input (or `:quit`) the exit code is that of the
+//! first input that failed (2 syntax error or bad command, 1 runtime error, 3 cluster
+//! API), 0 when none did, so a script of inputs fails as a whole as a shell script with
+//! `set -e` would; unfinished input at the end counts as a syntax error. `exit(n)` ends
+//! the session with `n` in both modes, `:quit` on a terminal with 0; Ctrl-C on a pipe
+//! ends it with 130.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -211,7 +212,7 @@ impl Console {
     fn piped(&mut self) -> Result<Exit> {
         let parser = parser();
         let mut pending = String::new();
-        let mut last = LineResult::Ok;
+        let mut first_failure: Option<Exit> = None;
         for line in std::io::stdin().lock().lines() {
             let line =
                 line.map_err(|e| Diag::new("nrl::repl::stdin", format!("cannot read stdin: {e}")))?;
@@ -226,25 +227,29 @@ impl Console {
                 continue;
             }
             let input = std::mem::take(&mut pending);
+            if is_quit(&input) {
+                break;
+            }
             match self.dispatch(&input) {
                 Step::End(exit) => return Ok(exit),
                 Step::Next(LineResult::Interrupted) => return Ok(Exit::Interrupted),
-                Step::Next(r) => last = r,
+                Step::Next(LineResult::Failed(exit)) => {
+                    first_failure.get_or_insert(exit);
+                }
+                Step::Next(_) => {}
             }
         }
         if !pending.trim().is_empty() {
             // Unfinished at the end: Rhai says what is missing.
             match self.dispatch(&pending) {
                 Step::End(exit) => return Ok(exit),
-                Step::Next(r) => last = r,
+                Step::Next(LineResult::Failed(exit)) => {
+                    first_failure.get_or_insert(exit);
+                }
+                Step::Next(_) => {}
             }
         }
-        Ok(match last {
-            LineResult::Ok => Exit::Ok,
-            LineResult::Failed(exit) => exit,
-            LineResult::Interrupted => Exit::Interrupted,
-            LineResult::Exit(code) => Exit::Code(code),
-        })
+        Ok(first_failure.unwrap_or(Exit::Ok))
     }
 
     fn dispatch(&mut self, input: &str) -> Step {
@@ -328,6 +333,12 @@ impl Console {
         }
         self.host.print(Stream::Stderr, &text);
     }
+}
+
+/// `:quit` (or an alias): on a pipe it ends the input, not the exit code.
+fn is_quit(input: &str) -> bool {
+    let trimmed = input.trim();
+    trimmed.starts_with(':') && meta::parse(trimmed).is_ok_and(|m| m == Meta::Quit)
 }
 
 /// Append the new entry to the history file (created with its directory on first use),

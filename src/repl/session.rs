@@ -153,10 +153,15 @@ impl Session {
                 LineResult::Ok
             }
             Err(e) => {
-                let d = eval_error(&self.host, name, &e);
+                let mut d = eval_error(&self.host, name, &e);
                 if d.code == CODE_INTERRUPTED {
                     self.host.line(Stream::Stderr, "interrupted");
                     return LineResult::Interrupted;
+                }
+                // An uncaught built-in failure is a runtime error (1) for a script, but the
+                // console's exit code tells a cluster failure (3) apart, as `nrl` commands do.
+                if innermost_library_error(&e).is_some_and(|inner| inner.exit == Exit::Api) {
+                    d = d.with_exit(Exit::Api);
                 }
                 self.error(&d);
                 LineResult::Failed(d.exit)
@@ -350,6 +355,15 @@ fn library_error(e: &EvalAltResult) -> Option<Diag> {
     match e {
         EvalAltResult::ErrorRuntime(v, _) => v.read_lock::<ScriptError>().map(|s| s.0.clone()),
         _ => None,
+    }
+}
+
+/// The library diagnostic at the bottom of a chain of function calls and imports.
+fn innermost_library_error(e: &EvalAltResult) -> Option<Diag> {
+    match e {
+        EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
+        | EvalAltResult::ErrorInModule(_, inner, _) => innermost_library_error(inner),
+        other => library_error(other),
     }
 }
 

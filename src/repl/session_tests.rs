@@ -120,3 +120,17 @@ fn load_keeps_what_a_file_defines() {
     );
     assert!(out.stderr().contains("nrl::repl::load"));
 }
+
+#[test]
+fn a_cluster_failure_keeps_its_exit_code() {
+    let (mut s, out) = session();
+    s.host()
+        .set_connect(|c| c.kubeconfig = Some("/nonexistent/kubeconfig".into()));
+    assert_eq!(
+        s.eval(r#"fn pods() { k8s::list("Pod") } pods()"#),
+        LineResult::Failed(Exit::Api),
+        "{}",
+        out.stderr()
+    );
+    assert_eq!(s.eval(r#"throw "boom""#), LineResult::Failed(Exit::Failed));
+}

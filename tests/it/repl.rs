@@ -191,7 +191,8 @@ fn a_session_against_the_fake_api_server() {
     assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
 }
 
-/// Piped input: evaluated line by line, no prompt; the exit code follows the last input.
+/// Piped input: evaluated line by line, no prompt; the exit code is the first failing
+/// input's.
 fn piped(input: &str) -> (i32, String, String) {
     let state = context();
     let out = assert_cmd::Command::from_std(nrl_repl(&state))
@@ -217,14 +218,17 @@ fn piped_input_runs_line_by_line() {
 }
 
 #[test]
-fn piped_exit_codes_follow_the_last_input() {
-    let cases: [(&str, i32); 7] = [
-        ("throw \"early\"\n1 + 1\n", 0),
+fn piped_exit_codes_are_the_first_failing_inputs() {
+    let cases: [(&str, i32); 10] = [
+        ("throw \"early\"\n1 + 1\n", 1),
         ("1 + 1\nthrow \"late\"\n", 1),
         ("1 + 1\nlet = 2\n", 2),
+        ("let = 2\nthrow \"then\"\n1\n", 2),
+        ("throw \"first\"\nlet = 2\n", 1),
         ("let x = [1,\n", 2),
-        ("exit(4)\nprint(\"not reached\")\n", 4),
-        ("throw \"x\"\n:quit\n", 0),
+        ("throw \"x\"\nexit(4)\nprint(\"not reached\")\n", 4),
+        ("throw \"x\"\n:quit\nprint(\"not reached\")\n", 1),
+        ("1\n:quit\n", 0),
         (":nope\n", 2),
     ];
     for (input, want) in cases {
@@ -234,6 +238,40 @@ fn piped_exit_codes_follow_the_last_input() {
     }
     let (_, _, err) = piped(":lod x\n");
     assert!(err.contains("did you mean :load?"), "{err}");
+}
+
+#[test]
+fn a_cluster_error_exits_3() {
+    // KUBECONFIG names a file that does not exist: the k8s built-ins fail as the cluster
+    // API would (nrl::k8s::config), before any request.
+    let (code, _, err) = piped("k8s::list(\"Pod\")\n1 + 1\n");
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("nrl::k8s::config"), "{err}");
+    // Through a function call too; a runtime error before it still comes first.
+    let (code, _, err) = piped("fn pods() { k8s::list(\"Pod\") }\npods()\n");
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = piped("throw \"first\"\nk8s::list(\"Pod\")\n");
+    assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn an_unreachable_api_server_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    // Port 1 on the loopback: nothing listens, the connection is refused.
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: http://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\n    namespace: default\ncurrent-context: gone\n",
+    )
+    .unwrap();
+    let state = context().env("KUBECONFIG", &kubeconfig);
+    let out = assert_cmd::Command::from_std(nrl_repl(&state))
+        .write_stdin("k8s::list(\"Pod\")\n")
+        .timeout(std::time::Duration::from_secs(90))
+        .output()
+        .expect("nrl runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
 }
 
 #[test]
@@ -307,7 +345,8 @@ fn ctrl_c_ends_a_piped_session_with_130() {
 fn loading_an_import_cycle_reports_it_and_the_session_goes_on() {
     // Regression (issue 15 item 10): `:load` of a cycle killed the REPL.
     let (code, out, err) = piped(":load tests/data/script/cycle/a.rhai\n40 + 2\n");
-    assert_eq!(code, 0, "{err}");
+    // The session goes on; the failed `:load` is still the exit code.
+    assert_eq!(code, 1, "{err}");
     assert_eq!(out, "42\n");
     // The renderer wraps long messages: compare without the wrapping.
     let flat = err.replace("\n  │ ", "");
