@@ -121,6 +121,46 @@ fn load_keeps_what_a_file_defines() {
     assert!(out.stderr().contains("nrl::repl::load"));
 }
 
+const LOAD_QUICKSTART: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"});"#;
+
+#[test]
+fn a_missing_config_key_is_one_report_with_a_suggestion() {
+    let (mut s, out) = session();
+    assert_eq!(s.eval(LOAD_QUICKSTART), LineResult::Ok);
+    assert_eq!(
+        s.eval(r#"cfg.get("grpo.max_num_stpes")"#),
+        LineResult::Failed(Exit::Failed)
+    );
+    let typo = out.stderr();
+    assert_eq!(
+        s.eval(r#"cfg.get("missing.key")"#),
+        LineResult::Failed(Exit::Failed)
+    );
+    let missing = out.stderr()[typo.len()..].to_string();
+    assert_eq!(
+        s.eval(r#"cfg.get("infra.kuberay.trainin.name")"#),
+        LineResult::Failed(Exit::Failed)
+    );
+    let infra = out.stderr()[typo.len() + missing.len()..].to_string();
+    insta::assert_snapshot!(format!("{typo}---\n{missing}---\n{infra}"));
+    // Existing keys, and keys reached through an interpolation, still resolve.
+    assert_eq!(s.eval(r#"cfg.get("logger.log_dir")"#), LineResult::Ok);
+    assert_eq!(
+        s.eval(r#"cfg.get("policy.optimizer.kwargs.lr")"#),
+        LineResult::Ok
+    );
+    // `catch` sees the code it always had.
+    assert_eq!(
+        s.eval(r#"try { cfg.get("nope") } catch (e) { print(e.code) }"#),
+        LineResult::Ok
+    );
+    assert!(
+        out.stdout().ends_with("nrl::interp::missing_key\n"),
+        "{}",
+        out.stdout()
+    );
+}
+
 #[test]
 fn a_cluster_failure_keeps_its_exit_code() {
     let (mut s, out) = session();

@@ -61,11 +61,15 @@ impl Config {
     pub fn value(&self, path: &str) -> Result<Node> {
         let cfg = self.loaded();
         let env = cfg.env.as_ref();
-        match path.strip_prefix("infra.") {
-            Some(rest) => crate::config::interp::resolve_path(&cfg.infra.source, rest, env),
-            None if path == "infra" => Ok(cfg.infra.source.clone()),
-            None => crate::config::interp::resolve_path(&cfg.recipe, path, env),
+        let (root, rest, prefix, what) = match path.strip_prefix("infra.") {
+            Some(rest) => (&cfg.infra.source, rest, "infra.", "the infra settings"),
+            None if path == "infra" => return Ok(cfg.infra.source.clone()),
+            None => (&cfg.recipe, path, "", "the recipe"),
+        };
+        if let Some(d) = missing_key(root, rest, prefix, what) {
+            return Err(d);
         }
+        crate::config::interp::resolve_path(root, rest, env)
     }
 
     /// `{infra, recipe}`, both resolved, in file order (what `nrl check -o` writes).
@@ -89,6 +93,72 @@ impl Config {
         s.push(')');
         s
     }
+}
+
+/// The error for a path whose key is not in the (unresolved) tree, when that can be told
+/// without resolving: one message with a did-you-mean, no label (the label of the
+/// resolver's own error would underline the whole parent mapping, often the file).
+/// `None` when the path exists or runs through a value only resolving can open (an
+/// interpolation).
+fn missing_key(root: &Node, path: &str, prefix: &str, what: &str) -> Option<Diag> {
+    use crate::config::node::Value;
+    if path.is_empty() {
+        return None;
+    }
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut node = root;
+    for (at, key) in keys.iter().enumerate() {
+        let siblings: Vec<&str> = match &node.value {
+            Value::Map(m) if !m.contains_key(*key) => m.keys().map(String::as_str).collect(),
+            Value::List(l) if key.parse::<usize>().map_or(true, |i| i >= l.len()) => Vec::new(),
+            Value::Map(_) | Value::List(_) => {
+                node = node.child(key)?;
+                continue;
+            }
+            _ => return None,
+        };
+        let parent = keys[..at].join(".");
+        let full = |k: &str| {
+            if parent.is_empty() {
+                format!("{prefix}{k}")
+            } else {
+                format!("{prefix}{parent}.{k}")
+            }
+        };
+        let message = format!("no key `{prefix}{path}` in {what}");
+        let mut d = Diag::new(crate::config::interp::codes::MISSING_KEY, message);
+        let rest: String = keys[at + 1..].iter().map(|k| format!(".{k}")).collect();
+        let which = if parent.is_empty() {
+            format!("the top-level keys of {what} are")
+        } else {
+            format!("the keys under `{prefix}{parent}` are")
+        };
+        d = match did_you_mean(key, siblings.iter().copied()) {
+            Some(s) => d.help(format!("did you mean `{}{rest}`?", full(s))),
+            None if siblings.is_empty() => d.help(format!(
+                "`{prefix}{parent}` has {} items, numbered from 0",
+                node.as_list().map_or(0, Vec::len)
+            )),
+            None => d.help(format!("{which}: {}", key_list(&siblings))),
+        };
+        return Some(d);
+    }
+    None
+}
+
+/// `a, b, c` — at most ten, then how many more.
+fn key_list(keys: &[&str]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = keys
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if keys.len() > SHOWN {
+        text.push_str(&format!(" and {} more", keys.len() - SHOWN));
+    }
+    text
 }
 
 const RECIPE_OPTIONS: [&str; 3] = ["infra", "overrides", "context"];
