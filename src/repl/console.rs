@@ -1,8 +1,11 @@
 //! The read-eval-print loop: the line editor on a terminal, or plain lines from a pipe.
 //!
-//! Terminal: rustyline with [`ReplHelper`], history in the state directory, prompt
-//! `nrl> ` (`nrl[plan]> ` in plan mode). Ctrl-C at the prompt clears the line; while an
-//! input runs it cancels that input and the session goes on; Ctrl-D leaves (exit 0).
+//! Terminal: a one-line banner (version, kube context and namespace, `:help`), then
+//! rustyline with [`ReplHelper`], history in the state directory, prompt `nrl> `
+//! (`nrl[plan]> ` in plan mode) and `...> ` while an unfinished input continues (the
+//! whole input is one history entry). Ctrl-C at the prompt clears the line (and drops
+//! an unfinished input); while an input runs it cancels that input and the session goes
+//! on; Ctrl-D leaves (exit 0), at a continuation prompt it drops the unfinished input.
 //!
 //! Pipe (stdin is not a terminal): no prompt; lines are evaluated as they come, an
 //! unfinished construct gathering lines until it is complete; errors go to stderr and
@@ -25,7 +28,7 @@ use rustyline::{CompletionType, Config, Editor};
 use super::catalog::Catalog;
 use super::helper::{ReplHelper, needs_more, parser};
 use super::meta::{self, Meta};
-use super::pretty::Printer;
+use super::pretty::{Printer, cut};
 use super::session::{LineResult, Snapshot};
 use super::worker::Worker;
 use crate::diag::{Diag, Exit, Result};
@@ -84,6 +87,14 @@ fn session(opts: &ReplOptions, handle: &tokio::runtime::Handle) -> Result<Exit> 
         width: opts.width,
         color: opts.color,
     };
+    if opts.interactive {
+        let width = opts.width;
+        console.job(move |s| {
+            let line = cut(&s.banner(), width.saturating_sub(1));
+            s.host().line(Stream::Stdout, &line);
+            LineResult::Ok
+        });
+    }
     for file in &opts.preload {
         let file = file.clone();
         if let Step::End(exit) = console.job(move |s| s.load(&file)) {
@@ -179,27 +190,47 @@ impl Console {
             // A first session has no file yet.
             let _ = editor.load_history(path);
         }
+        let parser = parser();
+        // Lines of an input that is not finished yet.
+        let mut pending = String::new();
         loop {
-            let prompt = if self.snapshot.dry_run {
-                "nrl[plan]> "
-            } else {
-                "nrl> "
+            let prompt = match (pending.is_empty(), self.snapshot.dry_run) {
+                (true, false) => "nrl> ",
+                (true, true) => "nrl[plan]> ",
+                (false, false) => "...> ",
+                (false, true) => "........> ",
             };
             let line = match editor.readline(prompt) {
                 Ok(line) => line,
-                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Interrupted) => {
+                    pending.clear();
+                    continue;
+                }
+                Err(ReadlineError::Eof) if !pending.is_empty() => {
+                    pending.clear();
+                    self.host.line(Stream::Stderr, "unfinished input dropped");
+                    continue;
+                }
                 Err(ReadlineError::Eof) => return Ok(Exit::Ok),
                 Err(e) => return Err(editor_error(e)),
             };
-            if line.trim().is_empty() {
+            if pending.is_empty() && line.trim().is_empty() {
                 continue;
             }
-            if editor.add_history_entry(line.as_str()).unwrap_or(false)
+            if !pending.is_empty() {
+                pending.push('\n');
+            }
+            pending.push_str(&line);
+            if needs_more(&parser, &pending) {
+                continue;
+            }
+            let input = std::mem::take(&mut pending);
+            if editor.add_history_entry(input.as_str()).unwrap_or(false)
                 && let Some(path) = &opts.history
             {
                 save_history(&mut editor, path);
             }
-            let step = self.dispatch(&line);
+            let step = self.dispatch(&input);
             if let Some(h) = editor.helper_mut() {
                 h.session = self.snapshot.clone();
             }

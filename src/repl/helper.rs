@@ -1,5 +1,6 @@
-//! The rustyline helper: completion, hints, validation (unfinished input continues on
-//! the next line) and highlighting, over the catalog and the session's snapshot.
+//! The rustyline helper: completion, hints and highlighting over the catalog and the
+//! session's snapshot; [`needs_more`] tells the console whether an input continues on
+//! the next line.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -7,7 +8,7 @@ use std::path::PathBuf;
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
 use rustyline::hint::{Hint, Hinter};
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
 use super::catalog::Catalog;
@@ -24,8 +25,6 @@ pub struct ReplHelper {
     pub search_path: Vec<PathBuf>,
     /// ANSI colours (a terminal, `NO_COLOR` unset).
     pub color: bool,
-    /// Parses only: whether input is finished.
-    parser: rhai::Engine,
 }
 
 impl ReplHelper {
@@ -35,7 +34,6 @@ impl ReplHelper {
             workdir,
             search_path,
             color,
-            parser: parser(),
         }
     }
 
@@ -109,15 +107,10 @@ impl Hinter for ReplHelper {
     }
 }
 
-impl Validator for ReplHelper {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        Ok(if needs_more(&self.parser, ctx.input()) {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
-        })
-    }
-}
+/// Every line is accepted: the console gathers the lines of an unfinished input itself,
+/// so each continuation line gets its own prompt (rustyline has none for the lines of
+/// one multi-line buffer).
+impl Validator for ReplHelper {}
 
 impl Highlighter for ReplHelper {
     fn highlight<'l>(&self, line: &'l str, _pos: usize) -> Cow<'l, str> {

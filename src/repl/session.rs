@@ -297,6 +297,24 @@ impl Session {
         }
     }
 
+    /// The start-up line: version, where the k8s built-ins act (from the kubeconfig, no
+    /// request), how to get help.
+    pub fn banner(&self) -> String {
+        let target = match self.host.k8s_offline() {
+            Ok(k) => k.banner(),
+            Err(_) => "no kube context (`:ctx NAME` picks one)".to_string(),
+        };
+        let plan = if self.host.dry_run() {
+            " · plan mode"
+        } else {
+            ""
+        };
+        format!(
+            "nrl {} · {target}{plan} · :help for help, Ctrl-D to leave",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
     /// What completion needs: variables, session functions, imported modules.
     pub fn snapshot(&self) -> Snapshot {
         let vars = self

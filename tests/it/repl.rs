@@ -55,7 +55,9 @@ fn completion_multi_line_input_and_ctrl_c_in_one_session() {
 
     // Unfinished input continues on the next line; the function stays defined.
     t.line("fn twice(x) {");
+    t.wait_for("\n...> ");
     t.line("  x * 21");
+    t.wait_for("\n...> ");
     t.line("}");
     t.wait_for(PROMPT);
     t.line("twice(2)");
@@ -78,6 +80,61 @@ fn completion_multi_line_input_and_ctrl_c_in_one_session() {
     t.send(CTRL_D);
     let status = t.wait();
     assert_eq!(status.code(), Some(0), "{}", t.screen());
+    assert!(!t.screen().contains("syntax error"), "{}", t.screen());
+}
+
+#[test]
+fn a_banner_and_a_continuation_prompt() {
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
+    // One line: version, where the k8s built-ins act (no kubeconfig here), help.
+    let banner = t.wait_for(FIRST_PROMPT);
+    let line = banner
+        .lines()
+        .find(|l| l.starts_with("nrl "))
+        .unwrap_or_else(|| panic!("no banner in:\n{banner}"));
+    assert_eq!(
+        line,
+        format!(
+            "nrl {} · no kube context (`:ctx NAME` picks one) · :help for help, Ctrl-D to leave",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+
+    // Each line of an unfinished input gets the continuation prompt.
+    t.line("fn twice(x) {");
+    t.wait_for("\n...> ");
+    t.line("  x * 21");
+    t.wait_for("\n...> ");
+    t.line("}");
+    t.wait_for(PROMPT);
+    t.line("twice(2)");
+    t.wait_for("42");
+    t.wait_for(PROMPT);
+    // Ctrl-C at a continuation prompt drops the unfinished input.
+    t.line("let dropped = [1,");
+    t.wait_for("\n...> ");
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.line(r#""multi" +"#);
+    t.wait_for("\n...> ");
+    t.line(r#""line""#);
+    t.wait_for("multiline");
+    t.wait_for(PROMPT);
+    t.line("40 + 3");
+    t.wait_for("43");
+    t.wait_for(PROMPT);
+    // The whole input is one history entry.
+    t.send(UP).send(UP).send(b"\r");
+    t.wait_for("multiline");
+    t.wait_for(PROMPT);
+    // A multi-line paste (bracketed, as terminals send it) is one input.
+    t.send(b"\x1b[200~[20,\n 22].reduce(|s, v| s + v, 0)\x1b[201~")
+        .send(b"\r");
+    t.wait_for("\n42");
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
     assert!(!t.screen().contains("syntax error"), "{}", t.screen());
 }
 
@@ -134,6 +191,7 @@ fn a_session_against_the_fake_api_server() {
     let mut cmd = nrl_repl(&state);
     cmd.env("KUBECONFIG", fake.kubeconfig_path());
     let mut t = Terminal::spawn(cmd);
+    t.wait_for("· context `fake`, namespace `default` · :help for help");
     t.wait_for(FIRST_PROMPT);
     t.line(":ctx");
     t.wait_for("context `fake`, namespace `default`");
