@@ -174,9 +174,16 @@ fn member_names(receiver: Option<&str>, word: &str, cx: &Lookup) -> Vec<String> 
     let typed = receiver.is_some();
     cx.builtins
         .members(receiver)
-        // On an unknown value, nrl's methods plus the standard library's for a prefix.
+        // A value of a known type: its own methods, not the standard library's functions
+        // of any value (`exit`, `take`, `tag`, …), which would bury them. On an unknown
+        // value, nrl's methods plus the standard library's for a prefix.
         .filter(|e| {
-            e.name.starts_with(word) && (typed || !word.is_empty() || e.origin == Origin::Nrl)
+            let fits = if typed {
+                e.receiver.as_deref() != Some("any")
+            } else {
+                !word.is_empty() || e.origin == Origin::Nrl
+            };
+            e.name.starts_with(word) && fits
         })
         .map(|e| match e.kind {
             EntryKind::Property => e.name.clone(),

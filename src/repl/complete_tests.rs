@@ -70,6 +70,31 @@ fn methods_by_receiver_type() {
 }
 
 #[test]
+fn methods_of_a_known_type_leave_out_those_of_any_value() {
+    let (_, c) = names("cfg.");
+    assert!(
+        c.contains(&"get(".to_string()) && c.contains(&"summary(".to_string()),
+        "{c:?}"
+    );
+    for any in ["exit(", "take(", "tag", "type_of(", "is_shared("] {
+        assert!(!c.contains(&any.to_string()), "{any} in {c:?}");
+    }
+    // Every candidate is a Config method or property.
+    let cat = Catalog::builtins();
+    for name in &c {
+        let bare = name.trim_end_matches('(');
+        assert!(
+            cat.members(Some("Config"))
+                .any(|e| e.name == bare && e.receiver.as_deref() == Some("Config")),
+            "{name}"
+        );
+    }
+    assert!(!names("\"abc\".").1.contains(&"take(".to_string()));
+    // On a value of unknown type a typed prefix still finds them.
+    assert!(names("unknown_thing.ta").1.contains(&"take(".to_string()));
+}
+
+#[test]
 fn strings_complete_paths_and_imports_complete_modules() {
     let (start, c) = names(r#"recipe("examples/quicks"#);
     assert_eq!((start, c), (8, vec!["examples/quickstart/".to_string()]));

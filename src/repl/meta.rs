@@ -32,7 +32,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "vars",
         args: "",
-        about: "the session's variables (type and value) and imports",
+        about: "the session's variables (type and value), functions and imports",
     },
     Command {
         name: "ctx",

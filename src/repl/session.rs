@@ -201,10 +201,15 @@ impl Session {
         Catalog::of_modules(&engine)
     }
 
-    /// `:vars`: each variable with its type and a one-line value.
+    /// `:vars`: each variable with its type and a one-line value, the functions defined
+    /// in the session (with the first sentence of their doc comment), the imports.
     pub fn vars(&self) -> String {
-        if self.scope.is_empty() && self.imports.is_empty() {
-            return "no variables yet (`let x = …` defines one)\n".to_string();
+        if self.scope.is_empty()
+            && self.imports.is_empty()
+            && self.lib.iter_functions().next().is_none()
+        {
+            return "no variables or functions yet (`let x = …` defines one, `fn f(x) { … }` another)\n"
+                .to_string();
         }
         let mut out = String::new();
         for (name, constant, value) in self.scope.iter_raw() {
@@ -215,10 +220,43 @@ impl Session {
                 self.printer.summary(&self.engine, value)
             ));
         }
+        for f in self.session_functions() {
+            out.push_str(&format!("fn {}", f.signature()));
+            let summary = f.summary();
+            if !summary.is_empty() {
+                out.push_str(&format!(" — {summary}"));
+            }
+            out.push('\n');
+        }
         for (import, _) in &self.imports {
             out.push_str(&format!("import {:?} as {}\n", import.path, import.alias));
         }
         out
+    }
+
+    /// The functions defined so far, as catalog entries.
+    fn session_functions(&self) -> Vec<Entry> {
+        self.lib
+            .iter_functions()
+            .map(|f| {
+                let comments: Vec<String> = f.comments.iter().map(|c| c.to_string()).collect();
+                Entry {
+                    kind: EntryKind::Function,
+                    origin: Origin::Script,
+                    home: "session".to_string(),
+                    module: None,
+                    name: f.name.to_string(),
+                    receiver: None,
+                    params: f
+                        .params
+                        .iter()
+                        .map(|p| (p.to_string(), String::new()))
+                        .collect(),
+                    ret: String::new(),
+                    doc: doc_text(&comments),
+                }
+            })
+            .collect()
     }
 
     /// `:clear`: forget variables, functions, imports and the plan.
@@ -331,24 +369,7 @@ impl Session {
             })
             .collect();
         let mut catalog = self.imports_catalog.clone();
-        for f in self.lib.iter_functions() {
-            let comments: Vec<String> = f.comments.iter().map(|c| c.to_string()).collect();
-            catalog.entries.push(Entry {
-                kind: EntryKind::Function,
-                origin: Origin::Script,
-                home: "session".to_string(),
-                module: None,
-                name: f.name.to_string(),
-                receiver: None,
-                params: f
-                    .params
-                    .iter()
-                    .map(|p| (p.to_string(), String::new()))
-                    .collect(),
-                ret: String::new(),
-                doc: doc_text(&comments),
-            });
-        }
+        catalog.entries.extend(self.session_functions());
         Snapshot {
             vars,
             catalog,

@@ -41,6 +41,21 @@ fn variables_functions_and_imports_persist_between_inputs() {
 }
 
 #[test]
+fn vars_lists_functions_too() {
+    let (mut s, _out) = session();
+    assert!(s.vars().starts_with("no variables or functions yet"));
+    assert_eq!(
+        s.eval("/// Doubles a number. Then more.\nfn twice(v) { v * 2 }\nfn add(a, b) { a + b }"),
+        LineResult::Ok
+    );
+    assert_eq!(s.eval("let n = 3;"), LineResult::Ok);
+    let vars = s.vars();
+    assert!(vars.contains("let n: int = 3\n"), "{vars}");
+    assert!(vars.contains("fn twice(v) — Doubles a number.\n"), "{vars}");
+    assert!(vars.contains("fn add(a, b)\n"), "{vars}");
+}
+
+#[test]
 fn errors_report_and_the_session_goes_on() {
     let (mut s, out) = session();
     assert_eq!(s.eval("let = 1"), LineResult::Failed(Exit::Input));
