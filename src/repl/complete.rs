@@ -1,7 +1,8 @@
 //! Tab completion: built-in functions, `module::` functions, methods and properties by
 //! receiver type (where it can be told: a variable's type, a literal, what a function
-//! returns), map keys of a variable, variables in scope, keywords, module paths after
-//! `import`, file paths inside string literals, and meta-commands.
+//! returns), map keys of a variable, a Config's keys inside `cfg.get("…` and the like,
+//! variables in scope, keywords, module paths after `import`, file paths inside string
+//! literals, and meta-commands.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,7 @@ use super::catalog::{Catalog, Entry, EntryKind, Origin};
 use super::lexer::{KEYWORDS, Kind, Token, tokenize};
 use super::meta;
 use super::session::Snapshot;
+use crate::script::builtins::config::ConfigKey;
 use crate::script::resolver::{STDLIB, STDLIB_PREFIX};
 
 /// What completion and hints look things up in.
@@ -59,6 +61,21 @@ pub fn complete(line: &str, pos: usize, cx: &Lookup) -> (usize, Vec<Pair>) {
     let Some(last) = tokens.last() else {
         return (pos, pairs(code_names("", cx)));
     };
+    if let Some(k) = config_key_at(before, &tokens, cx) {
+        let candidates = k
+            .candidates()
+            .into_iter()
+            .map(|key| Pair {
+                display: format!("{} = {}", key.path, key.value),
+                replacement: if key.container {
+                    format!("{}.", key.path)
+                } else {
+                    key.path.clone()
+                },
+            })
+            .collect();
+        return (k.start, candidates);
+    }
     if last.kind == Kind::Str && !last.closed && last.text(before).starts_with(['"', '`']) {
         let start = last.start + 1;
         let prefix = &before[start..];
@@ -107,6 +124,82 @@ pub fn complete(line: &str, pos: usize, cx: &Lookup) -> (usize, Vec<Pair>) {
         _ => code_names(word, cx),
     };
     (start, pairs(candidates))
+}
+
+/// A config key being typed in a string: `cfg.get("…`, `cfg.set("…`, `cfg.explain("…`
+/// or the override `cfg.override("…` (after `+`, `++` or `~`, before `=`), where `cfg`
+/// holds a `Config`.
+pub struct KeyInString<'a> {
+    /// The Config's keys.
+    pub keys: &'a [ConfigKey],
+    /// Where the key text starts in the line.
+    pub start: usize,
+    /// The key text so far.
+    pub prefix: &'a str,
+}
+
+impl<'a> KeyInString<'a> {
+    /// Keys one level below the last `.` of the prefix that start with it, in file order.
+    pub fn candidates(&self) -> Vec<&'a ConfigKey> {
+        let level = self.prefix.rfind('.').map_or(0, |i| i + 1);
+        self.keys
+            .iter()
+            .filter(|k| k.path.starts_with(self.prefix) && !k.path[level..].contains('.'))
+            .collect()
+    }
+
+    /// The key the prefix names exactly.
+    pub fn exact(&self) -> Option<&'a ConfigKey> {
+        self.keys.iter().find(|k| k.path == self.prefix)
+    }
+}
+
+/// The config key under the cursor, when `tokens` (of `before`) end inside a key string.
+pub fn config_key_at<'a>(
+    before: &'a str,
+    tokens: &[Token],
+    cx: &Lookup<'a>,
+) -> Option<KeyInString<'a>> {
+    let last = tokens.last()?;
+    if last.kind != Kind::Str || last.closed || !last.text(before).starts_with(['"', '`']) {
+        return None;
+    }
+    let sig: Vec<&Token> = tokens.iter().filter(|t| t.significant()).collect();
+    let [.., var, dot, method, open, _] = sig.as_slice() else {
+        return None;
+    };
+    if var.kind != Kind::Ident
+        || !matches!(dot.text(before), "." | "?.")
+        || open.text(before) != "("
+    {
+        return None;
+    }
+    let keys = cx
+        .session
+        .vars
+        .iter()
+        .find(|v| v.name == var.text(before))?
+        .config_keys
+        .as_deref()?;
+    let mut start = last.start + 1;
+    let mut prefix = &before[start..];
+    match method.text(before) {
+        "get" | "set" | "explain" => {}
+        "override" => {
+            let key = prefix.trim_start_matches(['+', '~']);
+            if key.contains('=') {
+                return None;
+            }
+            start += prefix.len() - key.len();
+            prefix = key;
+        }
+        _ => return None,
+    }
+    Some(KeyInString {
+        keys,
+        start,
+        prefix,
+    })
 }
 
 fn pairs(names: Vec<String>) -> Vec<Pair> {

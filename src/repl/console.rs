@@ -185,6 +185,7 @@ impl Console {
             opts.host.workdir.clone(),
             opts.host.search_path.clone(),
             self.color,
+            self.width,
         )));
         if let Some(path) = &opts.history {
             // A first session has no file yet.
@@ -200,6 +201,9 @@ impl Console {
                 (false, false) => "...> ",
                 (false, true) => "........> ",
             };
+            if let Some(h) = editor.helper_mut() {
+                h.prompt_width = prompt.chars().count();
+            }
             let line = match editor.readline(prompt) {
                 Ok(line) => line,
                 Err(ReadlineError::Interrupted) => {

@@ -14,7 +14,7 @@ use rustyline::{Context, Helper};
 use super::catalog::Catalog;
 use super::complete::{Lookup, complete};
 use super::highlight::{HINT, PROMPT, highlight};
-use super::hint::signature_hint;
+use super::hint::{clip, config_key_hint, signature_hint};
 use super::lexer::unfinished;
 use super::session::Snapshot;
 
@@ -25,15 +25,26 @@ pub struct ReplHelper {
     pub search_path: Vec<PathBuf>,
     /// ANSI colours (a terminal, `NO_COLOR` unset).
     pub color: bool,
+    /// Columns of the prompt being shown (hints are clipped to the row).
+    pub prompt_width: usize,
+    /// The terminal's width at start, when it cannot be asked again.
+    pub width: usize,
 }
 
 impl ReplHelper {
-    pub fn new(workdir: PathBuf, search_path: Vec<PathBuf>, color: bool) -> ReplHelper {
+    pub fn new(
+        workdir: PathBuf,
+        search_path: Vec<PathBuf>,
+        color: bool,
+        width: usize,
+    ) -> ReplHelper {
         ReplHelper {
             session: Snapshot::default(),
             workdir,
             search_path,
             color,
+            prompt_width: 0,
+            width,
         }
     }
 
@@ -70,16 +81,19 @@ pub fn needs_more(parser: &rhai::Engine, text: &str) -> bool {
     )
 }
 
-/// A hint that is shown, never inserted.
-pub struct SignatureHint(String);
+/// A hint: shown after the cursor; some (the rest of a config key) Right-arrow inserts.
+pub struct ReplHint {
+    display: String,
+    completion: Option<String>,
+}
 
-impl Hint for SignatureHint {
+impl Hint for ReplHint {
     fn display(&self) -> &str {
-        &self.0
+        &self.display
     }
 
     fn completion(&self) -> Option<&str> {
-        None
+        self.completion.as_deref()
     }
 }
 
@@ -98,12 +112,28 @@ impl Completer for ReplHelper {
 }
 
 impl Hinter for ReplHelper {
-    type Hint = SignatureHint;
+    type Hint = ReplHint;
 
-    fn hint(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> Option<SignatureHint> {
+    fn hint(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> Option<ReplHint> {
         // Never wait for the catalog while typing.
         let builtins = Catalog::ready()?;
-        signature_hint(line, pos, &self.lookup(builtins)).map(SignatureHint)
+        let cx = self.lookup(builtins);
+        let (text, completion) = config_key_hint(line, pos, &cx)
+            .or_else(|| signature_hint(line, pos, &cx).map(|h| (h, None)))?;
+        // The row the cursor is on: a recalled multi-line input starts rows at column 0.
+        let row = &line[..pos];
+        let used = match row.rfind('\n') {
+            Some(i) => row[i + 1..].chars().count(),
+            None => self.prompt_width + row.chars().count(),
+        };
+        let width = crossterm::terminal::size()
+            .map(|(w, _)| usize::from(w))
+            .unwrap_or(self.width);
+        let display = clip(&text, used, width)?;
+        Some(ReplHint {
+            display,
+            completion,
+        })
     }
 }
 

@@ -18,6 +18,7 @@ use super::lexer::{Import, top_level_imports};
 use super::pretty::Printer;
 use crate::config::source::{SourceKind, add_source};
 use crate::diag::{Diag, Exit};
+use crate::script::builtins::config::{Config, ConfigKey};
 use crate::script::docs::doc_text;
 use crate::script::engine::new_engine;
 use crate::script::errors::{CODE_INTERRUPTED, ScriptError, eval_error, parse_error};
@@ -44,6 +45,8 @@ pub struct Var {
     pub type_name: String,
     /// Top-level keys of a map (for `m.<Tab>`).
     pub keys: Vec<String>,
+    /// A `Config`'s keys and values (for `cfg.get("<Tab>`), shared with the handle.
+    pub config_keys: Option<Arc<Vec<ConfigKey>>>,
     pub constant: bool,
 }
 
@@ -365,6 +368,7 @@ impl Session {
                     .read_lock::<rhai::Map>()
                     .map(|m| m.keys().map(|k| k.to_string()).collect())
                     .unwrap_or_default(),
+                config_keys: value.read_lock::<Config>().map(|c| c.keys()),
                 constant,
             })
             .collect();

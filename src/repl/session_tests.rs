@@ -86,6 +86,22 @@ fn maps_show_keys_to_completion_and_handles_their_type() {
     );
     let cfg = snap.vars.iter().find(|v| v.name == "cfg").unwrap();
     assert_eq!(cfg.type_name, "Config");
+    // A Config brings its keys and resolved values, recipe then infra.
+    let keys = cfg.config_keys.as_deref().expect("a Config's keys");
+    let value = |path: &str| {
+        keys.iter()
+            .find(|k| k.path == path)
+            .map(|k| (k.value.as_str(), k.container))
+    };
+    assert_eq!(value("grpo.max_num_steps"), Some(("3", false)));
+    assert_eq!(
+        value("logger.log_dir"),
+        Some(("\"logs/grpo-3-steps\"", false))
+    );
+    assert_eq!(value("infra.namespace"), Some(("\"default\"", false)));
+    assert!(value("policy.optimizer").is_some_and(|(v, c)| c && v.ends_with("keys}")));
+    assert_eq!(keys[0].path, "policy");
+    assert!(m.config_keys.is_none());
     assert!(
         s.vars().contains("let cfg: Config = Config("),
         "{}",

@@ -138,6 +138,80 @@ fn a_banner_and_a_continuation_prompt() {
     assert!(!t.screen().contains("syntax error"), "{}", t.screen());
 }
 
+const LOAD_QUICKSTART: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"})"#;
+
+#[test]
+fn config_keys_complete_with_their_values() {
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
+    t.wait_for(FIRST_PROMPT);
+    t.line(LOAD_QUICKSTART);
+    t.wait_for(PROMPT);
+
+    // A mapping completes with `.`; Tab twice lists its keys with their values.
+    t.send(br#"cfg.get("gr"#).send(TAB);
+    t.wait_for(r#"cfg.get("grpo."#);
+    t.send(TAB).send(TAB);
+    t.wait_for("grpo.max_num_steps = 3");
+    t.wait_for("grpo.num_generations_per_prompt = 2");
+    // The only key that fits completes; the hint shows its value.
+    t.send(b"max_n").send(TAB);
+    t.wait_for(r#"cfg.get("grpo.max_num_steps  = 3"#);
+    t.line(r#"")"#);
+    t.wait_for("\n3");
+    t.wait_for(PROMPT);
+
+    // Infra keys, and the key of an override.
+    t.send(br#"cfg.explain("infra.names"#).send(TAB);
+    t.wait_for(r#"cfg.explain("infra.namespace  = "default""#);
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(br#"cfg.override("+policy.optimizer.kwargs.l"#)
+        .send(TAB);
+    t.wait_for(r#"cfg.override("+policy.optimizer.kwargs.lr  = 1e-6"#);
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
+}
+
+#[test]
+fn methods_are_filtered_by_type_and_hints_fit_the_row() {
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
+    t.wait_for(FIRST_PROMPT);
+    t.line(LOAD_QUICKSTART);
+    t.wait_for(PROMPT);
+
+    // `cfg.<Tab><Tab>` lists a Config's methods, not the functions of any value.
+    t.send(b"cfg.").send(TAB).send(TAB);
+    // The list, then the line drawn again under it.
+    let listing = t.wait_for("\nnrl> cfg.");
+    assert!(listing.contains("manifests("), "{listing}");
+    assert!(listing.contains("summary("), "{listing}");
+    for any in ["exit(", "take(", "is_shared("] {
+        assert!(!listing.contains(any), "{any} offered:\n{listing}");
+    }
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+
+    // A long line leaves little room on the 120-column row: the hint is clipped to it.
+    let line = "let pods_of_a_namespace_with_a_rather_long_descriptive_name = k8s::list(";
+    t.send(line.as_bytes());
+    t.wait_for(&format!("{line}  k8s::list(kind"));
+    let hint = format!("  k8s::list(kind{}", t.wait_for("…"));
+    assert!(
+        hint.starts_with("  k8s::list(kind: string) -> array"),
+        "{hint}"
+    );
+    let row = "nrl> ".len() + line.chars().count() + hint.chars().count();
+    assert!(row < 120, "the row is {row} columns: {hint}");
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
+}
+
 #[test]
 fn history_is_recalled_in_the_next_session() {
     let state = context();

@@ -30,6 +30,20 @@ pub struct Config {
 struct ConfigState {
     request: LoadRequest,
     loaded: LoadedConfig,
+    /// Built on first use (the console's key completion), once per loaded pair.
+    keys: std::sync::OnceLock<Arc<Vec<ConfigKey>>>,
+}
+
+/// One key of a loaded pair, for completion: its dotted path (`policy.optimizer.kwargs.lr`,
+/// `infra.namespace`) and its current value on one line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigKey {
+    pub path: String,
+    /// Resolved where the recipe resolves (else as written): `1e-06`, `"logs/x"`,
+    /// `{4 keys}`, `[2 items]`.
+    pub value: String,
+    /// A mapping or list: completion goes on with `.`.
+    pub container: bool,
 }
 
 impl Config {
@@ -37,7 +51,11 @@ impl Config {
     pub fn load(request: LoadRequest) -> Result<Config> {
         let loaded = load(&request)?;
         Ok(Config {
-            state: Arc::new(ConfigState { request, loaded }),
+            state: Arc::new(ConfigState {
+                request,
+                loaded,
+                keys: std::sync::OnceLock::new(),
+            }),
         })
     }
 
@@ -81,6 +99,23 @@ impl Config {
         ]))
     }
 
+    /// Every key of the recipe, then of the infra settings (`infra.…`), in file order.
+    pub fn keys(&self) -> Arc<Vec<ConfigKey>> {
+        self.state
+            .keys
+            .get_or_init(|| {
+                let cfg = self.loaded();
+                // A recipe with a `???` or a broken interpolation still lists its keys.
+                let recipe = cfg.resolved_recipe().unwrap_or_else(|_| cfg.recipe.clone());
+                let mut out = Vec::new();
+                collect_keys(&recipe, "", &mut out);
+                out.push(key_of("infra".to_string(), &cfg.infra.source));
+                collect_keys(&cfg.infra.source, "infra.", &mut out);
+                Arc::new(out)
+            })
+            .clone()
+    }
+
     fn describe(&self) -> String {
         let req = self.request();
         let mut s = format!("Config({}", req.recipe.display());
@@ -92,6 +127,46 @@ impl Config {
         }
         s.push(')');
         s
+    }
+}
+
+fn collect_keys(node: &Node, prefix: &str, out: &mut Vec<ConfigKey>) {
+    use crate::config::node::Value;
+    let children: Vec<(String, &Node)> = match &node.value {
+        Value::Map(m) => m.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::List(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
+        _ => return,
+    };
+    for (key, child) in children {
+        let path = format!("{prefix}{key}");
+        out.push(key_of(path.clone(), child));
+        collect_keys(child, &format!("{path}."), out);
+    }
+}
+
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn key_of(path: String, node: &Node) -> ConfigKey {
+    use crate::config::node::Value;
+    let (value, container) = match &node.value {
+        Value::Map(m) => (format!("{{{}}}", count(m.len(), "key")), true),
+        Value::List(l) => (format!("[{}]", count(l.len(), "item")), true),
+        _ => (node.to_json().to_string(), false),
+    };
+    ConfigKey {
+        path,
+        value,
+        container,
     }
 }
 
