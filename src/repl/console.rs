@@ -330,7 +330,7 @@ impl Console {
 
     fn describe(&mut self, name: &str, full: bool) -> Step {
         let catalogs = [&self.snapshot.catalog, Catalog::builtins()];
-        match meta::describe(&catalogs, name, full) {
+        match meta::describe(&catalogs, name, full, self.color) {
             Ok(text) => {
                 self.host.print(Stream::Stdout, &text);
                 Step::Next(LineResult::Ok)

@@ -417,7 +417,7 @@ fn preloaded_files_and_help() {
         c.arg(&lib);
         c
     })
-    .write_stdin("greet(\"bob\")\n:help greet\n:doc k8s::list\n")
+    .write_stdin("greet(\"bob\")\n:help greet\n:doc k8s::list\n:doc plan_options\n")
     .output()
     .expect("nrl runs");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -434,6 +434,12 @@ fn preloaded_files_and_help() {
         text.contains("k8s::list(kind: string) -> array\n      Every object"),
         "{text}"
     );
+    // Not a terminal: the doc's Markdown as plain text (no fences, no escapes).
+    assert!(
+        text.contains("\n        plan_options(#{live_reads: true});\n"),
+        "{text}"
+    );
+    assert!(!text.contains("```") && !text.contains('\x1b'), "{text}");
 }
 
 #[test]
