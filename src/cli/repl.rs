@@ -17,11 +17,12 @@ use crate::script::HostOptions;
 #[command(after_help = "\
 Inputs run in one session: `let` variables, functions and `import \"…\" as name` stay.
 Tab completes built-ins, methods (by the value's type), a Config's keys inside
-cfg.get(\"…, cfg.set(\"…, cfg.explain(\"… and cfg.override(\"…, variables, module paths
-after `import` and file paths inside strings; the hint shows the signature of the call
-under the cursor, or the value of the config key being typed. Enter on unfinished input
-(open brackets, blocks, back-tick strings) continues it at a `...> ` prompt. Ctrl-C stops
-a running input and keeps the session; Ctrl-D leaves.
+cfg.get(\"…, cfg.set(\"…, cfg.explain(\"…, cfg.override(\"… and the overrides of a
+recipe already loaded, variables, module paths after `import` and file paths inside
+strings; the hint shows the signature of the call under the cursor, or the value of the
+config key being typed. Enter on unfinished input (open brackets, blocks, back-tick
+strings) continues it at a `...> ` prompt. Ctrl-C stops a running input and keeps the
+session; Ctrl-D leaves.
 History: $XDG_STATE_HOME/nrl/history, else ~/.local/state/nrl/history.
 
 Commands: :help [name], :doc name, :load FILE, :vars, :ctx [context], :ns [namespace],

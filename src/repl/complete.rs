@@ -128,7 +128,8 @@ pub fn complete(line: &str, pos: usize, cx: &Lookup) -> (usize, Vec<Pair>) {
 
 /// A config key being typed in a string: `cfg.get("…`, `cfg.set("…`, `cfg.explain("…`
 /// or the override `cfg.override("…` (after `+`, `++` or `~`, before `=`), where `cfg`
-/// holds a `Config`.
+/// holds a `Config`; or an override in `recipe("r.yaml", #{overrides: ["…` when a Config
+/// of the session was loaded from `r.yaml`.
 pub struct KeyInString<'a> {
     /// The Config's keys.
     pub keys: &'a [ConfigKey],
@@ -165,41 +166,108 @@ pub fn config_key_at<'a>(
         return None;
     }
     let sig: Vec<&Token> = tokens.iter().filter(|t| t.significant()).collect();
-    let [.., var, dot, method, open, _] = sig.as_slice() else {
-        return None;
+    let (keys, is_override) = match sig.as_slice() {
+        [.., var, dot, method, open, _]
+            if var.kind == Kind::Ident
+                && matches!(dot.text(before), "." | "?.")
+                && open.text(before) == "(" =>
+        {
+            let is_override = match method.text(before) {
+                "get" | "set" | "explain" => false,
+                "override" => true,
+                _ => return override_in_recipe(before, &sig, cx),
+            };
+            let keys = cx
+                .session
+                .vars
+                .iter()
+                .find(|v| v.name == var.text(before))?
+                .config_keys
+                .as_deref()?;
+            (keys, is_override)
+        }
+        _ => return override_in_recipe(before, &sig, cx),
     };
-    if var.kind != Kind::Ident
-        || !matches!(dot.text(before), "." | "?.")
-        || open.text(before) != "("
-    {
-        return None;
-    }
-    let keys = cx
-        .session
-        .vars
-        .iter()
-        .find(|v| v.name == var.text(before))?
-        .config_keys
-        .as_deref()?;
+    key_in_string(before, last, keys, is_override)
+}
+
+/// The key text of the unclosed string `last`; an override's `+`, `++` or `~` is not
+/// part of it, and after its `=` there is no key.
+fn key_in_string<'a>(
+    before: &'a str,
+    last: &Token,
+    keys: &'a [ConfigKey],
+    is_override: bool,
+) -> Option<KeyInString<'a>> {
     let mut start = last.start + 1;
     let mut prefix = &before[start..];
-    match method.text(before) {
-        "get" | "set" | "explain" => {}
-        "override" => {
-            let key = prefix.trim_start_matches(['+', '~']);
-            if key.contains('=') {
-                return None;
-            }
-            start += prefix.len() - key.len();
-            prefix = key;
+    if is_override {
+        let key = prefix.trim_start_matches(['+', '~']);
+        if key.contains('=') {
+            return None;
         }
-        _ => return None,
+        start += prefix.len() - key.len();
+        prefix = key;
     }
     Some(KeyInString {
         keys,
         start,
         prefix,
     })
+}
+
+/// An override in `recipe("r.yaml", #{overrides: ["…`: the keys of a Config in the
+/// session loaded from the same recipe path (the recipe being typed is not loaded yet).
+fn override_in_recipe<'a>(
+    before: &'a str,
+    sig: &[&Token],
+    cx: &Lookup<'a>,
+) -> Option<KeyInString<'a>> {
+    let (last, head) = sig.split_last()?;
+    // Back over the earlier items of the list: `"a=1", "b=2", `.
+    let mut i = head.len();
+    while i >= 2 && head[i - 1].text(before) == "," && head[i - 2].kind == Kind::Str {
+        i -= 2;
+    }
+    let [.., key, colon, bracket] = &head[..i] else {
+        return None;
+    };
+    if key.text(before).trim_matches(['"', '`']) != "overrides"
+        || colon.text(before) != ":"
+        || bracket.text(before) != "["
+    {
+        return None;
+    }
+    // The call the options map is an argument of: `recipe(` and its first argument.
+    let open = innermost_open_paren(before, &head[..i])?;
+    let (name, path) = (head.get(open.checked_sub(1)?)?, head.get(open + 1)?);
+    if name.text(before) != "recipe" || path.kind != Kind::Str || !path.closed {
+        return None;
+    }
+    let path = path.text(before);
+    let path = &path[1..path.len() - 1];
+    let keys = cx
+        .session
+        .vars
+        .iter()
+        .find(|v| v.config_recipe.as_deref() == Some(path))?
+        .config_keys
+        .as_deref()?;
+    key_in_string(before, last, keys, true)
+}
+
+/// Index of the innermost `(` not closed within `tokens` (inside any unclosed `[`/`#{`).
+fn innermost_open_paren(src: &str, tokens: &[&Token]) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, t) in tokens.iter().enumerate().rev() {
+        match t.text(src) {
+            ")" | "]" | "}" => depth += 1,
+            "(" | "[" | "?[" | "{" | "#{" if depth > 0 => depth -= 1,
+            "(" => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn pairs(names: Vec<String>) -> Vec<Pair> {

@@ -10,6 +10,7 @@ fn snapshot() -> Snapshot {
         type_name: t.to_string(),
         keys: keys.iter().map(|k| k.to_string()).collect(),
         config_keys: None,
+        config_recipe: None,
         constant: false,
     };
     let key = |path: &str, value: &str, container: bool| ConfigKey {
@@ -28,6 +29,7 @@ fn snapshot() -> Snapshot {
             key("infra", "{1 key}", true),
             key("infra.namespace", "\"default\"", false),
         ])),
+        config_recipe: Some("examples/quickstart/recipe.yaml".to_string()),
         ..var("cfg", "Config", &[])
     };
     Snapshot {
@@ -87,6 +89,24 @@ fn config_keys_inside_key_strings() {
             .1
             .iter()
             .all(|n| !n.starts_with("grpo"))
+    );
+    // Overrides of a recipe a Config of the session was loaded from.
+    let load = r#"recipe("examples/quickstart/recipe.yaml", #{infra: "i.yaml", overrides: ["#;
+    assert_eq!(names(&format!("{load}\"gr")).1, ["grpo."]);
+    assert_eq!(
+        names(&format!(r#"{load}"grpo.max_num_steps=5", "+policy.op"#)).1,
+        ["policy.optimizer."]
+    );
+    assert!(names(&format!("{load}\"grpo.max_num_steps=")).1.is_empty());
+    assert!(
+        names(r#"recipe("other.yaml", #{overrides: ["gr"#)
+            .1
+            .is_empty()
+    );
+    assert!(
+        names(r#"recipe("examples/quickstart/recipe.yaml", #{tags: ["gr"#)
+            .1
+            .is_empty()
     );
     // Not a Config (a map), not a key method, a closed string: no keys.
     assert!(!names(r#"meta.get("pol"#).1.contains(&"policy.".to_string()));

@@ -150,6 +150,7 @@ mod tests {
                     key("grpo.max_num_steps", "3", false),
                     key("grpo.max_rollout_turns", "1", false),
                 ])),
+                config_recipe: None,
                 constant: false,
             }],
             ..Snapshot::default()

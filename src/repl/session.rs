@@ -47,6 +47,9 @@ pub struct Var {
     pub keys: Vec<String>,
     /// A `Config`'s keys and values (for `cfg.get("<Tab>`), shared with the handle.
     pub config_keys: Option<Arc<Vec<ConfigKey>>>,
+    /// A `Config`'s recipe path as it was given (`recipe("r.yaml", #{overrides: ["…`
+    /// completes from a Config of the same recipe).
+    pub config_recipe: Option<String>,
     pub constant: bool,
 }
 
@@ -369,6 +372,9 @@ impl Session {
                     .map(|m| m.keys().map(|k| k.to_string()).collect())
                     .unwrap_or_default(),
                 config_keys: value.read_lock::<Config>().map(|c| c.keys()),
+                config_recipe: value
+                    .read_lock::<Config>()
+                    .map(|c| c.request().recipe.display().to_string()),
                 constant,
             })
             .collect();

@@ -101,6 +101,10 @@ fn maps_show_keys_to_completion_and_handles_their_type() {
     assert_eq!(value("infra.namespace"), Some(("\"default\"", false)));
     assert!(value("policy.optimizer").is_some_and(|(v, c)| c && v.ends_with("keys}")));
     assert_eq!(keys[0].path, "policy");
+    assert_eq!(
+        cfg.config_recipe.as_deref(),
+        Some("examples/quickstart/recipe.yaml")
+    );
     assert!(m.config_keys.is_none());
     assert!(
         s.vars().contains("let cfg: Config = Config("),

@@ -171,6 +171,12 @@ fn config_keys_complete_with_their_values() {
     t.wait_for(r#"cfg.override("+policy.optimizer.kwargs.lr  = 1e-6"#);
     t.send(CTRL_C);
     t.wait_for(PROMPT);
+    // Overrides of a recipe the session has loaded, before loading it again.
+    t.send(br#"recipe("examples/quickstart/recipe.yaml", #{overrides: ["grpo.max_n"#)
+        .send(TAB);
+    t.wait_for(r#"#{overrides: ["grpo.max_num_steps  = 3"#);
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
     t.send(CTRL_D);
     assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
 }
