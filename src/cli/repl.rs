@@ -16,10 +16,13 @@ use crate::script::HostOptions;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Inputs run in one session: `let` variables, functions and `import \"…\" as name` stay.
-Tab completes built-ins, methods (by the value's type), variables, module paths after
-`import` and file paths inside strings; the hint shows the signature of the call under
-the cursor. Enter on unfinished input (open brackets, blocks, back-tick strings)
-continues it. Ctrl-C stops a running input and keeps the session; Ctrl-D leaves.
+Tab completes built-ins, methods (by the value's type), a Config's keys inside
+cfg.get(\"…, cfg.set(\"…, cfg.explain(\"…, cfg.override(\"… and the overrides of a
+recipe already loaded, variables, module paths after `import` and file paths inside
+strings; the hint shows the signature of the call under the cursor, or the value of the
+config key being typed. Enter on unfinished input (open brackets, blocks, back-tick
+strings) continues it at a `...> ` prompt. Ctrl-C stops a running input and keeps the
+session; Ctrl-D leaves.
 History: $XDG_STATE_HOME/nrl/history, else ~/.local/state/nrl/history.
 
 Commands: :help [name], :doc name, :load FILE, :vars, :ctx [context], :ns [namespace],
@@ -29,8 +32,8 @@ Results: arrays of maps print as tables (Kubernetes objects as NAME/STATUS/AGE),
 and manifests as YAML, handles as one line.
 
 With stdin not a terminal, lines are evaluated as they arrive (no prompt) and the exit
-code is that of the last input: 0, or 2 (syntax), 1 (runtime), 3 (cluster API);
-exit(n) ends with n, :quit with 0, Ctrl-C with 130.
+code is that of the first input that failed: 2 (syntax), 1 (runtime), 3 (cluster API),
+0 when none did; :quit ends the input, exit(n) ends with n, Ctrl-C with 130.
 
 Examples:
   nrl repl

@@ -1,7 +1,8 @@
 //! Tab completion: built-in functions, `module::` functions, methods and properties by
 //! receiver type (where it can be told: a variable's type, a literal, what a function
-//! returns), map keys of a variable, variables in scope, keywords, module paths after
-//! `import`, file paths inside string literals, and meta-commands.
+//! returns), map keys of a variable, a Config's keys inside `cfg.get("…` and the like,
+//! variables in scope, keywords, module paths after `import`, file paths inside string
+//! literals, and meta-commands.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,7 @@ use super::catalog::{Catalog, Entry, EntryKind, Origin};
 use super::lexer::{KEYWORDS, Kind, Token, tokenize};
 use super::meta;
 use super::session::Snapshot;
+use crate::script::builtins::config::ConfigKey;
 use crate::script::resolver::{STDLIB, STDLIB_PREFIX};
 
 /// What completion and hints look things up in.
@@ -59,6 +61,21 @@ pub fn complete(line: &str, pos: usize, cx: &Lookup) -> (usize, Vec<Pair>) {
     let Some(last) = tokens.last() else {
         return (pos, pairs(code_names("", cx)));
     };
+    if let Some(k) = config_key_at(before, &tokens, cx) {
+        let candidates = k
+            .candidates()
+            .into_iter()
+            .map(|key| Pair {
+                display: format!("{} = {}", key.path, key.value),
+                replacement: if key.container {
+                    format!("{}.", key.path)
+                } else {
+                    key.path.clone()
+                },
+            })
+            .collect();
+        return (k.start, candidates);
+    }
     if last.kind == Kind::Str && !last.closed && last.text(before).starts_with(['"', '`']) {
         let start = last.start + 1;
         let prefix = &before[start..];
@@ -107,6 +124,150 @@ pub fn complete(line: &str, pos: usize, cx: &Lookup) -> (usize, Vec<Pair>) {
         _ => code_names(word, cx),
     };
     (start, pairs(candidates))
+}
+
+/// A config key being typed in a string: `cfg.get("…`, `cfg.set("…`, `cfg.explain("…`
+/// or the override `cfg.override("…` (after `+`, `++` or `~`, before `=`), where `cfg`
+/// holds a `Config`; or an override in `recipe("r.yaml", #{overrides: ["…` when a Config
+/// of the session was loaded from `r.yaml`.
+pub struct KeyInString<'a> {
+    /// The Config's keys.
+    pub keys: &'a [ConfigKey],
+    /// Where the key text starts in the line.
+    pub start: usize,
+    /// The key text so far.
+    pub prefix: &'a str,
+}
+
+impl<'a> KeyInString<'a> {
+    /// Keys one level below the last `.` of the prefix that start with it, in file order.
+    pub fn candidates(&self) -> Vec<&'a ConfigKey> {
+        let level = self.prefix.rfind('.').map_or(0, |i| i + 1);
+        self.keys
+            .iter()
+            .filter(|k| k.path.starts_with(self.prefix) && !k.path[level..].contains('.'))
+            .collect()
+    }
+
+    /// The key the prefix names exactly.
+    pub fn exact(&self) -> Option<&'a ConfigKey> {
+        self.keys.iter().find(|k| k.path == self.prefix)
+    }
+}
+
+/// The config key under the cursor, when `tokens` (of `before`) end inside a key string.
+pub fn config_key_at<'a>(
+    before: &'a str,
+    tokens: &[Token],
+    cx: &Lookup<'a>,
+) -> Option<KeyInString<'a>> {
+    let last = tokens.last()?;
+    if last.kind != Kind::Str || last.closed || !last.text(before).starts_with(['"', '`']) {
+        return None;
+    }
+    let sig: Vec<&Token> = tokens.iter().filter(|t| t.significant()).collect();
+    let (keys, is_override) = match sig.as_slice() {
+        [.., var, dot, method, open, _]
+            if var.kind == Kind::Ident
+                && matches!(dot.text(before), "." | "?.")
+                && open.text(before) == "(" =>
+        {
+            let is_override = match method.text(before) {
+                "get" | "set" | "explain" => false,
+                "override" => true,
+                _ => return override_in_recipe(before, &sig, cx),
+            };
+            let keys = cx
+                .session
+                .vars
+                .iter()
+                .find(|v| v.name == var.text(before))?
+                .config_keys
+                .as_deref()?;
+            (keys, is_override)
+        }
+        _ => return override_in_recipe(before, &sig, cx),
+    };
+    key_in_string(before, last, keys, is_override)
+}
+
+/// The key text of the unclosed string `last`; an override's `+`, `++` or `~` is not
+/// part of it, and after its `=` there is no key.
+fn key_in_string<'a>(
+    before: &'a str,
+    last: &Token,
+    keys: &'a [ConfigKey],
+    is_override: bool,
+) -> Option<KeyInString<'a>> {
+    let mut start = last.start + 1;
+    let mut prefix = &before[start..];
+    if is_override {
+        let key = prefix.trim_start_matches(['+', '~']);
+        if key.contains('=') {
+            return None;
+        }
+        start += prefix.len() - key.len();
+        prefix = key;
+    }
+    Some(KeyInString {
+        keys,
+        start,
+        prefix,
+    })
+}
+
+/// An override in `recipe("r.yaml", #{overrides: ["…`: the keys of a Config in the
+/// session loaded from the same recipe path (the recipe being typed is not loaded yet).
+fn override_in_recipe<'a>(
+    before: &'a str,
+    sig: &[&Token],
+    cx: &Lookup<'a>,
+) -> Option<KeyInString<'a>> {
+    let (last, head) = sig.split_last()?;
+    // Back over the earlier items of the list: `"a=1", "b=2", `.
+    let mut i = head.len();
+    while i >= 2 && head[i - 1].text(before) == "," && head[i - 2].kind == Kind::Str {
+        i -= 2;
+    }
+    let [.., key, colon, bracket] = &head[..i] else {
+        return None;
+    };
+    if key.text(before).trim_matches(['"', '`']) != "overrides"
+        || colon.text(before) != ":"
+        || bracket.text(before) != "["
+    {
+        return None;
+    }
+    // The call the options map is an argument of: `recipe(` and its first argument.
+    let open = innermost_open_paren(before, &head[..i])?;
+    let (name, path) = (head.get(open.checked_sub(1)?)?, head.get(open + 1)?);
+    if name.text(before) != "recipe" || path.kind != Kind::Str || !path.closed {
+        return None;
+    }
+    let path = path.text(before);
+    let path = &path[1..path.len() - 1];
+    let keys = cx
+        .session
+        .vars
+        .iter()
+        .find(|v| v.config_recipe.as_deref() == Some(path))?
+        .config_keys
+        .as_deref()?;
+    key_in_string(before, last, keys, true)
+}
+
+/// Index of the innermost `(` not closed within `tokens` (inside any unclosed `[`/`#{`).
+fn innermost_open_paren(src: &str, tokens: &[&Token]) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, t) in tokens.iter().enumerate().rev() {
+        match t.text(src) {
+            ")" | "]" | "}" => depth += 1,
+            "(" | "[" | "?[" | "{" | "#{" if depth > 0 => depth -= 1,
+            "(" => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn pairs(names: Vec<String>) -> Vec<Pair> {
@@ -174,9 +335,16 @@ fn member_names(receiver: Option<&str>, word: &str, cx: &Lookup) -> Vec<String> 
     let typed = receiver.is_some();
     cx.builtins
         .members(receiver)
-        // On an unknown value, nrl's methods plus the standard library's for a prefix.
+        // A value of a known type: its own methods, not the standard library's functions
+        // of any value (`exit`, `take`, `tag`, …), which would bury them. On an unknown
+        // value, nrl's methods plus the standard library's for a prefix.
         .filter(|e| {
-            e.name.starts_with(word) && (typed || !word.is_empty() || e.origin == Origin::Nrl)
+            let fits = if typed {
+                e.receiver.as_deref() != Some("any")
+            } else {
+                !word.is_empty() || e.origin == Origin::Nrl
+            };
+            e.name.starts_with(word) && fits
         })
         .map(|e| match e.kind {
             EntryKind::Property => e.name.clone(),

@@ -2,17 +2,39 @@ use std::path::Path;
 
 use super::*;
 use crate::repl::session::Var;
+use crate::script::builtins::config::ConfigKey;
 
 fn snapshot() -> Snapshot {
     let var = |name: &str, t: &str, keys: &[&str]| Var {
         name: name.to_string(),
         type_name: t.to_string(),
         keys: keys.iter().map(|k| k.to_string()).collect(),
+        config_keys: None,
+        config_recipe: None,
         constant: false,
+    };
+    let key = |path: &str, value: &str, container: bool| ConfigKey {
+        path: path.to_string(),
+        value: value.to_string(),
+        container,
+    };
+    let config = Var {
+        config_keys: Some(std::sync::Arc::new(vec![
+            key("policy", "{2 keys}", true),
+            key("policy.model_name", "\"Qwen/Qwen2.5-1.5B\"", false),
+            key("policy.optimizer", "{1 key}", true),
+            key("policy.optimizer.lr", "1e-06", false),
+            key("grpo", "{1 key}", true),
+            key("grpo.max_num_steps", "3", false),
+            key("infra", "{1 key}", true),
+            key("infra.namespace", "\"default\"", false),
+        ])),
+        config_recipe: Some("examples/quickstart/recipe.yaml".to_string()),
+        ..var("cfg", "Config", &[])
     };
     Snapshot {
         vars: vec![
-            var("cfg", "Config", &[]),
+            config,
             var("meta", "map", &["labels", "name"]),
             var("count", "int", &[]),
         ],
@@ -20,7 +42,7 @@ fn snapshot() -> Snapshot {
     }
 }
 
-fn names(line: &str) -> (usize, Vec<String>) {
+fn candidates(line: &str) -> (usize, Vec<Pair>) {
     let snap = snapshot();
     let cx = Lookup {
         builtins: Catalog::builtins(),
@@ -28,8 +50,77 @@ fn names(line: &str) -> (usize, Vec<String>) {
         workdir: Path::new(env!("CARGO_MANIFEST_DIR")),
         search_path: &[],
     };
-    let (start, pairs) = complete(line, line.len(), &cx);
+    complete(line, line.len(), &cx)
+}
+
+fn names(line: &str) -> (usize, Vec<String>) {
+    let (start, pairs) = candidates(line);
     (start, pairs.into_iter().map(|p| p.replacement).collect())
+}
+
+#[test]
+fn config_keys_inside_key_strings() {
+    // One level at a time; a mapping goes on with `.`; the list shows each value.
+    let (start, pairs) = candidates(r#"cfg.get(""#);
+    assert_eq!(start, 9);
+    let shown: Vec<String> = pairs.iter().map(|p| p.display.clone()).collect();
+    assert_eq!(
+        shown,
+        ["policy = {2 keys}", "grpo = {1 key}", "infra = {1 key}"]
+    );
+    assert_eq!(names(r#"cfg.get("pol"#), (9, vec!["policy.".to_string()]));
+    assert_eq!(
+        names(r#"let v = cfg.get("policy."#).1,
+        ["policy.model_name", "policy.optimizer."]
+    );
+    assert_eq!(
+        candidates(r#"cfg.set("policy.optimizer.l"#).1[0].display,
+        "policy.optimizer.lr = 1e-06"
+    );
+    assert_eq!(names(r#"cfg.explain("infra.n"#).1, ["infra.namespace"]);
+    // Override strings: after `+`, `++` or `~`, and not in the value.
+    assert_eq!(
+        names(r#"cfg.override("+gr"#),
+        (15, vec!["grpo.".to_string()])
+    );
+    assert_eq!(names(r#"cfg.override("~grpo.m"#).1, ["grpo.max_num_steps"]);
+    assert!(
+        names(r#"cfg.override("grpo.max_num_steps=exam"#)
+            .1
+            .iter()
+            .all(|n| !n.starts_with("grpo"))
+    );
+    // Overrides of a recipe a Config of the session was loaded from.
+    let load = r#"recipe("examples/quickstart/recipe.yaml", #{infra: "i.yaml", overrides: ["#;
+    assert_eq!(names(&format!("{load}\"gr")).1, ["grpo."]);
+    assert_eq!(
+        names(&format!(r#"{load}"grpo.max_num_steps=5", "+policy.op"#)).1,
+        ["policy.optimizer."]
+    );
+    assert!(names(&format!("{load}\"grpo.max_num_steps=")).1.is_empty());
+    assert!(
+        names(r#"recipe("other.yaml", #{overrides: ["gr"#)
+            .1
+            .is_empty()
+    );
+    assert!(
+        names(r#"recipe("examples/quickstart/recipe.yaml", #{tags: ["gr"#)
+            .1
+            .is_empty()
+    );
+    // Not a Config (a map), not a key method, a closed string: no keys.
+    assert!(!names(r#"meta.get("pol"#).1.contains(&"policy.".to_string()));
+    assert!(
+        !names(r#"cfg.manifests("pol"#)
+            .1
+            .contains(&"policy.".to_string())
+    );
+    assert!(
+        names(r#"cfg.get("policy") "#)
+            .1
+            .iter()
+            .all(|n| n != "policy.")
+    );
 }
 
 #[test]
@@ -67,6 +158,31 @@ fn methods_by_receiver_type() {
         "{c:?}"
     );
     assert!(names("count.").1.contains(&"abs(".to_string()));
+}
+
+#[test]
+fn methods_of_a_known_type_leave_out_those_of_any_value() {
+    let (_, c) = names("cfg.");
+    assert!(
+        c.contains(&"get(".to_string()) && c.contains(&"summary(".to_string()),
+        "{c:?}"
+    );
+    for any in ["exit(", "take(", "tag", "type_of(", "is_shared("] {
+        assert!(!c.contains(&any.to_string()), "{any} in {c:?}");
+    }
+    // Every candidate is a Config method or property.
+    let cat = Catalog::builtins();
+    for name in &c {
+        let bare = name.trim_end_matches('(');
+        assert!(
+            cat.members(Some("Config"))
+                .any(|e| e.name == bare && e.receiver.as_deref() == Some("Config")),
+            "{name}"
+        );
+    }
+    assert!(!names("\"abc\".").1.contains(&"take(".to_string()));
+    // On a value of unknown type a typed prefix still finds them.
+    assert!(names("unknown_thing.ta").1.contains(&"take(".to_string()));
 }
 
 #[test]

@@ -1,16 +1,20 @@
 //! The read-eval-print loop: the line editor on a terminal, or plain lines from a pipe.
 //!
-//! Terminal: rustyline with [`ReplHelper`], history in the state directory, prompt
-//! `nrl> ` (`nrl[plan]> ` in plan mode). Ctrl-C at the prompt clears the line; while an
-//! input runs it cancels that input and the session goes on; Ctrl-D leaves (exit 0).
+//! Terminal: a one-line banner (version, kube context and namespace, `:help`), then
+//! rustyline with [`ReplHelper`], history in the state directory, prompt `nrl> `
+//! (`nrl[plan]> ` in plan mode) and `...> ` while an unfinished input continues (the
+//! whole input is one history entry). Ctrl-C at the prompt clears the line (and drops
+//! an unfinished input); while an input runs it cancels that input and the session goes
+//! on; Ctrl-D leaves (exit 0), at a continuation prompt it drops the unfinished input.
 //!
 //! Pipe (stdin is not a terminal): no prompt; lines are evaluated as they come, an
 //! unfinished construct gathering lines until it is complete; errors go to stderr and
-//! the session goes on. At the end of input the exit code is that of the last input:
-//! 0 when it succeeded, otherwise its error's code (2 syntax error or bad command,
-//! 1 runtime error, 3 cluster API); unfinished input at the end counts as a syntax
-//! error. `exit(n)` ends the session with `n` and `:quit` with 0, in both modes; Ctrl-C
-//! on a pipe ends it with 130.
+//! the session goes on. At the end of input (or `:quit`) the exit code is that of the
+//! first input that failed (2 syntax error or bad command, 1 runtime error, 3 cluster
+//! API), 0 when none did, so a script of inputs fails as a whole as a shell script with
+//! `set -e` would; unfinished input at the end counts as a syntax error. `exit(n)` ends
+//! the session with `n` in both modes, `:quit` on a terminal with 0; Ctrl-C on a pipe
+//! ends it with 130.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -24,7 +28,7 @@ use rustyline::{CompletionType, Config, Editor};
 use super::catalog::Catalog;
 use super::helper::{ReplHelper, needs_more, parser};
 use super::meta::{self, Meta};
-use super::pretty::Printer;
+use super::pretty::{Printer, cut};
 use super::session::{LineResult, Snapshot};
 use super::worker::Worker;
 use crate::diag::{Diag, Exit, Result};
@@ -83,6 +87,14 @@ fn session(opts: &ReplOptions, handle: &tokio::runtime::Handle) -> Result<Exit> 
         width: opts.width,
         color: opts.color,
     };
+    if opts.interactive {
+        let width = opts.width;
+        console.job(move |s| {
+            let line = cut(&s.banner(), width.saturating_sub(1));
+            s.host().line(Stream::Stdout, &line);
+            LineResult::Ok
+        });
+    }
     for file in &opts.preload {
         let file = file.clone();
         if let Step::End(exit) = console.job(move |s| s.load(&file)) {
@@ -173,32 +185,56 @@ impl Console {
             opts.host.workdir.clone(),
             opts.host.search_path.clone(),
             self.color,
+            self.width,
         )));
         if let Some(path) = &opts.history {
             // A first session has no file yet.
             let _ = editor.load_history(path);
         }
+        let parser = parser();
+        // Lines of an input that is not finished yet.
+        let mut pending = String::new();
         loop {
-            let prompt = if self.snapshot.dry_run {
-                "nrl[plan]> "
-            } else {
-                "nrl> "
+            let prompt = match (pending.is_empty(), self.snapshot.dry_run) {
+                (true, false) => "nrl> ",
+                (true, true) => "nrl[plan]> ",
+                (false, false) => "...> ",
+                (false, true) => "........> ",
             };
+            if let Some(h) = editor.helper_mut() {
+                h.prompt_width = prompt.chars().count();
+            }
             let line = match editor.readline(prompt) {
                 Ok(line) => line,
-                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Interrupted) => {
+                    pending.clear();
+                    continue;
+                }
+                Err(ReadlineError::Eof) if !pending.is_empty() => {
+                    pending.clear();
+                    self.host.line(Stream::Stderr, "unfinished input dropped");
+                    continue;
+                }
                 Err(ReadlineError::Eof) => return Ok(Exit::Ok),
                 Err(e) => return Err(editor_error(e)),
             };
-            if line.trim().is_empty() {
+            if pending.is_empty() && line.trim().is_empty() {
                 continue;
             }
-            if editor.add_history_entry(line.as_str()).unwrap_or(false)
+            if !pending.is_empty() {
+                pending.push('\n');
+            }
+            pending.push_str(&line);
+            if needs_more(&parser, &pending) {
+                continue;
+            }
+            let input = std::mem::take(&mut pending);
+            if editor.add_history_entry(input.as_str()).unwrap_or(false)
                 && let Some(path) = &opts.history
             {
                 save_history(&mut editor, path);
             }
-            let step = self.dispatch(&line);
+            let step = self.dispatch(&input);
             if let Some(h) = editor.helper_mut() {
                 h.session = self.snapshot.clone();
             }
@@ -211,7 +247,7 @@ impl Console {
     fn piped(&mut self) -> Result<Exit> {
         let parser = parser();
         let mut pending = String::new();
-        let mut last = LineResult::Ok;
+        let mut first_failure: Option<Exit> = None;
         for line in std::io::stdin().lock().lines() {
             let line =
                 line.map_err(|e| Diag::new("nrl::repl::stdin", format!("cannot read stdin: {e}")))?;
@@ -226,25 +262,29 @@ impl Console {
                 continue;
             }
             let input = std::mem::take(&mut pending);
+            if is_quit(&input) {
+                break;
+            }
             match self.dispatch(&input) {
                 Step::End(exit) => return Ok(exit),
                 Step::Next(LineResult::Interrupted) => return Ok(Exit::Interrupted),
-                Step::Next(r) => last = r,
+                Step::Next(LineResult::Failed(exit)) => {
+                    first_failure.get_or_insert(exit);
+                }
+                Step::Next(_) => {}
             }
         }
         if !pending.trim().is_empty() {
             // Unfinished at the end: Rhai says what is missing.
             match self.dispatch(&pending) {
                 Step::End(exit) => return Ok(exit),
-                Step::Next(r) => last = r,
+                Step::Next(LineResult::Failed(exit)) => {
+                    first_failure.get_or_insert(exit);
+                }
+                Step::Next(_) => {}
             }
         }
-        Ok(match last {
-            LineResult::Ok => Exit::Ok,
-            LineResult::Failed(exit) => exit,
-            LineResult::Interrupted => Exit::Interrupted,
-            LineResult::Exit(code) => Exit::Code(code),
-        })
+        Ok(first_failure.unwrap_or(Exit::Ok))
     }
 
     fn dispatch(&mut self, input: &str) -> Step {
@@ -290,7 +330,7 @@ impl Console {
 
     fn describe(&mut self, name: &str, full: bool) -> Step {
         let catalogs = [&self.snapshot.catalog, Catalog::builtins()];
-        match meta::describe(&catalogs, name, full) {
+        match meta::describe(&catalogs, name, full, self.color) {
             Ok(text) => {
                 self.host.print(Stream::Stdout, &text);
                 Step::Next(LineResult::Ok)
@@ -328,6 +368,12 @@ impl Console {
         }
         self.host.print(Stream::Stderr, &text);
     }
+}
+
+/// `:quit` (or an alias): on a pipe it ends the input, not the exit code.
+fn is_quit(input: &str) -> bool {
+    let trimmed = input.trim();
+    trimmed.starts_with(':') && meta::parse(trimmed).is_ok_and(|m| m == Meta::Quit)
 }
 
 /// Append the new entry to the history file (created with its directory on first use),

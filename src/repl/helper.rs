@@ -1,5 +1,6 @@
-//! The rustyline helper: completion, hints, validation (unfinished input continues on
-//! the next line) and highlighting, over the catalog and the session's snapshot.
+//! The rustyline helper: completion, hints and highlighting over the catalog and the
+//! session's snapshot; [`needs_more`] tells the console whether an input continues on
+//! the next line.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -7,13 +8,13 @@ use std::path::PathBuf;
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
 use rustyline::hint::{Hint, Hinter};
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
 use super::catalog::Catalog;
 use super::complete::{Lookup, complete};
 use super::highlight::{HINT, PROMPT, highlight};
-use super::hint::signature_hint;
+use super::hint::{clip, config_key_hint, signature_hint};
 use super::lexer::unfinished;
 use super::session::Snapshot;
 
@@ -24,18 +25,26 @@ pub struct ReplHelper {
     pub search_path: Vec<PathBuf>,
     /// ANSI colours (a terminal, `NO_COLOR` unset).
     pub color: bool,
-    /// Parses only: whether input is finished.
-    parser: rhai::Engine,
+    /// Columns of the prompt being shown (hints are clipped to the row).
+    pub prompt_width: usize,
+    /// The terminal's width at start, when it cannot be asked again.
+    pub width: usize,
 }
 
 impl ReplHelper {
-    pub fn new(workdir: PathBuf, search_path: Vec<PathBuf>, color: bool) -> ReplHelper {
+    pub fn new(
+        workdir: PathBuf,
+        search_path: Vec<PathBuf>,
+        color: bool,
+        width: usize,
+    ) -> ReplHelper {
         ReplHelper {
             session: Snapshot::default(),
             workdir,
             search_path,
             color,
-            parser: parser(),
+            prompt_width: 0,
+            width,
         }
     }
 
@@ -72,16 +81,19 @@ pub fn needs_more(parser: &rhai::Engine, text: &str) -> bool {
     )
 }
 
-/// A hint that is shown, never inserted.
-pub struct SignatureHint(String);
+/// A hint: shown after the cursor; some (the rest of a config key) Right-arrow inserts.
+pub struct ReplHint {
+    display: String,
+    completion: Option<String>,
+}
 
-impl Hint for SignatureHint {
+impl Hint for ReplHint {
     fn display(&self) -> &str {
-        &self.0
+        &self.display
     }
 
     fn completion(&self) -> Option<&str> {
-        None
+        self.completion.as_deref()
     }
 }
 
@@ -100,24 +112,35 @@ impl Completer for ReplHelper {
 }
 
 impl Hinter for ReplHelper {
-    type Hint = SignatureHint;
+    type Hint = ReplHint;
 
-    fn hint(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> Option<SignatureHint> {
+    fn hint(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> Option<ReplHint> {
         // Never wait for the catalog while typing.
         let builtins = Catalog::ready()?;
-        signature_hint(line, pos, &self.lookup(builtins)).map(SignatureHint)
-    }
-}
-
-impl Validator for ReplHelper {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        Ok(if needs_more(&self.parser, ctx.input()) {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
+        let cx = self.lookup(builtins);
+        let (text, completion) = config_key_hint(line, pos, &cx)
+            .or_else(|| signature_hint(line, pos, &cx).map(|h| (h, None)))?;
+        // The row the cursor is on: a recalled multi-line input starts rows at column 0.
+        let row = &line[..pos];
+        let used = match row.rfind('\n') {
+            Some(i) => row[i + 1..].chars().count(),
+            None => self.prompt_width + row.chars().count(),
+        };
+        let width = crossterm::terminal::size()
+            .map(|(w, _)| usize::from(w))
+            .unwrap_or(self.width);
+        let display = clip(&text, used, width)?;
+        Some(ReplHint {
+            display,
+            completion,
         })
     }
 }
+
+/// Every line is accepted: the console gathers the lines of an unfinished input itself,
+/// so each continuation line gets its own prompt (rustyline has none for the lines of
+/// one multi-line buffer).
+impl Validator for ReplHelper {}
 
 impl Highlighter for ReplHelper {
     fn highlight<'l>(&self, line: &'l str, _pos: usize) -> Cow<'l, str> {

@@ -1,12 +1,13 @@
 //! The hint after the cursor: the signature and first doc line of the function being
-//! called (the innermost open call), or of a function name just typed.
+//! called (the innermost open call), or of a function name just typed; inside a config
+//! key string, the key's value. Hints are clipped to the terminal's width.
 
 use super::catalog::{Entry, Origin};
-use super::complete::{Lookup, infer_type};
+use super::complete::{Lookup, config_key_at, infer_type};
 use super::lexer::{Kind, Token, tokenize};
 use super::pretty::cut;
 
-/// Longest hint, in characters.
+/// Longest hint, in characters (less when the terminal has less room: [`clip`]).
 const MAX: usize = 110;
 
 /// `k8s::list(kind: string) -> array — Every object of a kind in the current namespace.`
@@ -33,7 +34,33 @@ pub fn signature_hint(line: &str, pos: usize, cx: &Lookup) -> Option<String> {
         text.push_str(" — ");
         text.push_str(&doc);
     }
-    Some(cut(&text, MAX))
+    Some(text)
+}
+
+/// Inside a config key string (`cfg.get("policy.max_total_seq`): the key's current value
+/// (`  = 512`) when the key is typed in full, or the rest of the only key that fits and
+/// its value. Returns the text shown and the text Right-arrow inserts.
+pub fn config_key_hint(line: &str, pos: usize, cx: &Lookup) -> Option<(String, Option<String>)> {
+    let before = &line[..pos];
+    let tokens = tokenize(before);
+    let k = config_key_at(before, &tokens, cx)?;
+    if let Some(key) = k.exact() {
+        return Some((format!("  = {}", key.value), None));
+    }
+    match k.candidates().as_slice() {
+        [only] => {
+            let rest = only.path[k.prefix.len()..].to_string();
+            Some((format!("{rest}  = {}", only.value), Some(rest)))
+        }
+        _ => None,
+    }
+}
+
+/// A hint cut to what is left of the terminal's row after the prompt and the text before
+/// the cursor (a hint that wraps leaves a stray line); `None` when too little is left.
+pub fn clip(hint: &str, used: usize, width: usize) -> Option<String> {
+    let room = width.saturating_sub(used + 1).min(MAX);
+    (room >= 8).then(|| cut(hint, room))
 }
 
 /// The name token of the innermost unclosed call and how many arguments precede the
@@ -102,25 +129,84 @@ mod tests {
 
     use super::*;
     use crate::repl::catalog::Catalog;
-    use crate::repl::session::{Snapshot, Var};
+    use std::sync::Arc;
 
-    fn hint(line: &str) -> Option<String> {
-        let snap = Snapshot {
+    use crate::repl::session::{Snapshot, Var};
+    use crate::script::builtins::config::ConfigKey;
+
+    fn snapshot() -> Snapshot {
+        let key = |path: &str, value: &str, container| ConfigKey {
+            path: path.into(),
+            value: value.into(),
+            container,
+        };
+        Snapshot {
             vars: vec![Var {
                 name: "cfg".into(),
                 type_name: "Config".into(),
                 keys: Vec::new(),
+                config_keys: Some(Arc::new(vec![
+                    key("grpo", "{2 keys}", true),
+                    key("grpo.max_num_steps", "3", false),
+                    key("grpo.max_rollout_turns", "1", false),
+                ])),
+                config_recipe: None,
                 constant: false,
             }],
             ..Snapshot::default()
-        };
+        }
+    }
+
+    fn with_lookup<T>(f: impl FnOnce(&Lookup) -> T) -> T {
+        let snap = snapshot();
         let cx = Lookup {
             builtins: Catalog::builtins(),
             session: &snap,
             workdir: Path::new("."),
             search_path: &[],
         };
-        signature_hint(line, line.len(), &cx)
+        f(&cx)
+    }
+
+    fn hint(line: &str) -> Option<String> {
+        with_lookup(|cx| signature_hint(line, line.len(), cx))
+    }
+
+    fn key_hint(line: &str) -> Option<(String, Option<String>)> {
+        with_lookup(|cx| config_key_hint(line, line.len(), cx))
+    }
+
+    #[test]
+    fn a_config_key_hints_its_value() {
+        assert_eq!(
+            key_hint(r#"cfg.get("grpo.max_num_steps"#),
+            Some(("  = 3".to_string(), None))
+        );
+        // The only key that fits: its rest (Right-arrow inserts it) and value.
+        assert_eq!(
+            key_hint(r#"cfg.set("grpo.max_r"#),
+            Some((
+                "ollout_turns  = 1".to_string(),
+                Some("ollout_turns".to_string())
+            ))
+        );
+        assert_eq!(key_hint(r#"cfg.get("grpo.max_"#), None);
+        assert_eq!(key_hint(r#"cfg.get("grpo")"#), None);
+        assert_eq!(key_hint("cfg.get("), None);
+    }
+
+    #[test]
+    fn hints_fit_the_terminal_row() {
+        let text = "  k8s::list(kind: string) -> array — Every object of a kind.";
+        assert_eq!(clip(text, 10, 200).as_deref(), Some(text));
+        let clipped = clip(text, 90, 120).unwrap();
+        assert_eq!(clipped.chars().count(), 29);
+        assert!(clipped.ends_with('…') && text.starts_with(clipped.trim_end_matches('…')));
+        // Too little room: no hint rather than a stub.
+        assert_eq!(clip(text, 113, 120), None);
+        // Never longer than MAX on a wide terminal.
+        let long = "x".repeat(300);
+        assert_eq!(clip(&long, 0, 500).unwrap().chars().count(), MAX);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::catalog::{Catalog, Entry};
+use super::markdown;
 use crate::config::suggest::did_you_mean;
 use crate::diag::{Diag, Result};
 
@@ -32,7 +33,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "vars",
         args: "",
-        about: "the session's variables (type and value) and imports",
+        about: "the session's variables (type and value), functions and imports",
     },
     Command {
         name: "ctx",
@@ -165,8 +166,9 @@ pub fn overview() -> String {
     out
 }
 
-/// `:help name` (`full == false`: signatures and first doc lines) and `:doc name`.
-pub fn describe(catalogs: &[&Catalog], name: &str, full: bool) -> Result<String> {
+/// `:help name` (`full == false`: signatures and first doc lines) and `:doc name`; the
+/// doc comments' Markdown rendered for a terminal when `color`, else as plain text.
+pub fn describe(catalogs: &[&Catalog], name: &str, full: bool, color: bool) -> Result<String> {
     let name = name.trim();
     if let Some(cmd) = COMMANDS
         .iter()
@@ -183,7 +185,7 @@ pub fn describe(catalogs: &[&Catalog], name: &str, full: bool) -> Result<String>
             };
             let mut out = format!("{} — {} ({how})\n", m.name, m.about);
             let members: Vec<&Entry> = cat.entries.iter().filter(|e| e.home == m.name).collect();
-            out.push_str(&entries_text(&members, false));
+            out.push_str(&entries_text(&members, false, color));
             return Ok(out);
         }
     }
@@ -203,16 +205,24 @@ pub fn describe(catalogs: &[&Catalog], name: &str, full: bool) -> Result<String>
         };
         return Err(d);
     }
-    Ok(entries_text(&found, full))
+    Ok(entries_text(&found, full, color))
 }
 
-fn entries_text(entries: &[&Entry], full: bool) -> String {
+fn entries_text(entries: &[&Entry], full: bool, color: bool) -> String {
     let mut out = String::new();
     for e in entries {
-        out.push_str(&format!("  {}\n", e.signature()));
+        if color {
+            out.push_str(&format!("  \x1b[1m{}\x1b[0m\n", e.signature()));
+        } else {
+            out.push_str(&format!("  {}\n", e.signature()));
+        }
         let doc = if full { e.doc.clone() } else { e.summary() };
-        for line in doc.lines() {
-            out.push_str(&format!("      {line}\n"));
+        for line in markdown::render(&doc, color).lines() {
+            if line.is_empty() {
+                out.push('\n');
+            } else {
+                out.push_str(&format!("      {line}\n"));
+            }
         }
     }
     out
@@ -246,17 +256,45 @@ mod tests {
     #[test]
     fn help_and_doc_texts() {
         let cats = [Catalog::builtins()];
-        let short = describe(&cats, "k8s::list", false).unwrap();
+        let short = describe(&cats, "k8s::list", false, false).unwrap();
         assert!(
             short.contains("k8s::list(kind: string) -> array"),
             "{short}"
         );
-        let module = describe(&cats, "k8s", false).unwrap();
+        let module = describe(&cats, "k8s", false, false).unwrap();
         assert!(module.starts_with("k8s — the cluster"), "{module}");
         assert!(module.contains("k8s::logs(pod: string"), "{module}");
-        assert!(describe(&cats, ":load", false).unwrap().contains("FILE"));
-        let e = describe(&cats, "k8s::lst", false).unwrap_err();
+        assert!(
+            describe(&cats, ":load", false, false)
+                .unwrap()
+                .contains("FILE")
+        );
+        let e = describe(&cats, "k8s::lst", false, false).unwrap_err();
         assert!(e.help.as_deref().unwrap().contains("k8s::list"), "{e:?}");
         assert!(overview().contains(":plan [on|off]"));
+    }
+
+    #[test]
+    fn doc_renders_markdown_for_a_terminal() {
+        let cats = [Catalog::builtins()];
+        // Plain: the fenced example is indented code, without its fences.
+        let plain = describe(&cats, "plan_options", true, false).unwrap();
+        assert!(
+            plain.contains("\n\n        plan_options(#{live_reads: true});\n"),
+            "{plain}"
+        );
+        assert!(!plain.contains("```") && !plain.contains('\x1b'), "{plain}");
+        // A terminal: the signature bold, code spans and the example in colour.
+        let shown = describe(&cats, "plan_options", true, true).unwrap();
+        assert!(shown.starts_with("  \x1b[1mplan_options("), "{shown:?}");
+        assert!(
+            shown.contains("\x1b[36mlive_reads: true\x1b[0m"),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains("        \x1b[36mplan_options(#{live_reads: true});\x1b[0m\n"),
+            "{shown:?}"
+        );
+        assert!(!shown.contains("```"), "{shown:?}");
     }
 }

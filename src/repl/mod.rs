@@ -10,6 +10,7 @@
 //! * [`helper`] — the rustyline helper: completion ([`complete`]), signature hints
 //!   ([`hint`]), the "unfinished input" validator and highlighting ([`highlight`]),
 //!   over a [`catalog`] built from the engine's function metadata and a [`lexer`].
+//! * [`markdown`] — doc comments for the terminal (`:doc`, `:help`).
 //! * [`pretty`] — results: tables, YAML, one-line handles. [`history`] — where history
 //!   is kept.
 
@@ -21,6 +22,7 @@ pub mod highlight;
 pub mod hint;
 pub mod history;
 pub mod lexer;
+pub mod markdown;
 pub mod meta;
 pub mod pretty;
 pub mod session;

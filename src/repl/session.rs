@@ -18,6 +18,7 @@ use super::lexer::{Import, top_level_imports};
 use super::pretty::Printer;
 use crate::config::source::{SourceKind, add_source};
 use crate::diag::{Diag, Exit};
+use crate::script::builtins::config::{Config, ConfigKey};
 use crate::script::docs::doc_text;
 use crate::script::engine::new_engine;
 use crate::script::errors::{CODE_INTERRUPTED, ScriptError, eval_error, parse_error};
@@ -44,6 +45,11 @@ pub struct Var {
     pub type_name: String,
     /// Top-level keys of a map (for `m.<Tab>`).
     pub keys: Vec<String>,
+    /// A `Config`'s keys and values (for `cfg.get("<Tab>`), shared with the handle.
+    pub config_keys: Option<Arc<Vec<ConfigKey>>>,
+    /// A `Config`'s recipe path as it was given (`recipe("r.yaml", #{overrides: ["…`
+    /// completes from a Config of the same recipe).
+    pub config_recipe: Option<String>,
     pub constant: bool,
 }
 
@@ -153,10 +159,15 @@ impl Session {
                 LineResult::Ok
             }
             Err(e) => {
-                let d = eval_error(&self.host, name, &e);
+                let mut d = eval_error(&self.host, name, &e);
                 if d.code == CODE_INTERRUPTED {
                     self.host.line(Stream::Stderr, "interrupted");
                     return LineResult::Interrupted;
+                }
+                // An uncaught built-in failure is a runtime error (1) for a script, but the
+                // console's exit code tells a cluster failure (3) apart, as `nrl` commands do.
+                if innermost_library_error(&e).is_some_and(|inner| inner.exit == Exit::Api) {
+                    d = d.with_exit(Exit::Api);
                 }
                 self.error(&d);
                 LineResult::Failed(d.exit)
@@ -196,10 +207,15 @@ impl Session {
         Catalog::of_modules(&engine)
     }
 
-    /// `:vars`: each variable with its type and a one-line value.
+    /// `:vars`: each variable with its type and a one-line value, the functions defined
+    /// in the session (with the first sentence of their doc comment), the imports.
     pub fn vars(&self) -> String {
-        if self.scope.is_empty() && self.imports.is_empty() {
-            return "no variables yet (`let x = …` defines one)\n".to_string();
+        if self.scope.is_empty()
+            && self.imports.is_empty()
+            && self.lib.iter_functions().next().is_none()
+        {
+            return "no variables or functions yet (`let x = …` defines one, `fn f(x) { … }` another)\n"
+                .to_string();
         }
         let mut out = String::new();
         for (name, constant, value) in self.scope.iter_raw() {
@@ -210,10 +226,43 @@ impl Session {
                 self.printer.summary(&self.engine, value)
             ));
         }
+        for f in self.session_functions() {
+            out.push_str(&format!("fn {}", f.signature()));
+            let summary = f.summary();
+            if !summary.is_empty() {
+                out.push_str(&format!(" — {summary}"));
+            }
+            out.push('\n');
+        }
         for (import, _) in &self.imports {
             out.push_str(&format!("import {:?} as {}\n", import.path, import.alias));
         }
         out
+    }
+
+    /// The functions defined so far, as catalog entries.
+    fn session_functions(&self) -> Vec<Entry> {
+        self.lib
+            .iter_functions()
+            .map(|f| {
+                let comments: Vec<String> = f.comments.iter().map(|c| c.to_string()).collect();
+                Entry {
+                    kind: EntryKind::Function,
+                    origin: Origin::Script,
+                    home: "session".to_string(),
+                    module: None,
+                    name: f.name.to_string(),
+                    receiver: None,
+                    params: f
+                        .params
+                        .iter()
+                        .map(|p| (p.to_string(), String::new()))
+                        .collect(),
+                    ret: String::new(),
+                    doc: doc_text(&comments),
+                }
+            })
+            .collect()
     }
 
     /// `:clear`: forget variables, functions, imports and the plan.
@@ -292,6 +341,24 @@ impl Session {
         }
     }
 
+    /// The start-up line: version, where the k8s built-ins act (from the kubeconfig, no
+    /// request), how to get help.
+    pub fn banner(&self) -> String {
+        let target = match self.host.k8s_offline() {
+            Ok(k) => k.banner(),
+            Err(_) => "no kube context (`:ctx NAME` picks one)".to_string(),
+        };
+        let plan = if self.host.dry_run() {
+            " · plan mode"
+        } else {
+            ""
+        };
+        format!(
+            "nrl {} · {target}{plan} · :help for help, Ctrl-D to leave",
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
     /// What completion needs: variables, session functions, imported modules.
     pub fn snapshot(&self) -> Snapshot {
         let vars = self
@@ -304,28 +371,15 @@ impl Session {
                     .read_lock::<rhai::Map>()
                     .map(|m| m.keys().map(|k| k.to_string()).collect())
                     .unwrap_or_default(),
+                config_keys: value.read_lock::<Config>().map(|c| c.keys()),
+                config_recipe: value
+                    .read_lock::<Config>()
+                    .map(|c| c.request().recipe.display().to_string()),
                 constant,
             })
             .collect();
         let mut catalog = self.imports_catalog.clone();
-        for f in self.lib.iter_functions() {
-            let comments: Vec<String> = f.comments.iter().map(|c| c.to_string()).collect();
-            catalog.entries.push(Entry {
-                kind: EntryKind::Function,
-                origin: Origin::Script,
-                home: "session".to_string(),
-                module: None,
-                name: f.name.to_string(),
-                receiver: None,
-                params: f
-                    .params
-                    .iter()
-                    .map(|p| (p.to_string(), String::new()))
-                    .collect(),
-                ret: String::new(),
-                doc: doc_text(&comments),
-            });
-        }
+        catalog.entries.extend(self.session_functions());
         Snapshot {
             vars,
             catalog,
@@ -350,6 +404,15 @@ fn library_error(e: &EvalAltResult) -> Option<Diag> {
     match e {
         EvalAltResult::ErrorRuntime(v, _) => v.read_lock::<ScriptError>().map(|s| s.0.clone()),
         _ => None,
+    }
+}
+
+/// The library diagnostic at the bottom of a chain of function calls and imports.
+fn innermost_library_error(e: &EvalAltResult) -> Option<Diag> {
+    match e {
+        EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
+        | EvalAltResult::ErrorInModule(_, inner, _) => innermost_library_error(inner),
+        other => library_error(other),
     }
 }
 

@@ -41,6 +41,21 @@ fn variables_functions_and_imports_persist_between_inputs() {
 }
 
 #[test]
+fn vars_lists_functions_too() {
+    let (mut s, _out) = session();
+    assert!(s.vars().starts_with("no variables or functions yet"));
+    assert_eq!(
+        s.eval("/// Doubles a number. Then more.\nfn twice(v) { v * 2 }\nfn add(a, b) { a + b }"),
+        LineResult::Ok
+    );
+    assert_eq!(s.eval("let n = 3;"), LineResult::Ok);
+    let vars = s.vars();
+    assert!(vars.contains("let n: int = 3\n"), "{vars}");
+    assert!(vars.contains("fn twice(v) — Doubles a number.\n"), "{vars}");
+    assert!(vars.contains("fn add(a, b)\n"), "{vars}");
+}
+
+#[test]
 fn errors_report_and_the_session_goes_on() {
     let (mut s, out) = session();
     assert_eq!(s.eval("let = 1"), LineResult::Failed(Exit::Input));
@@ -71,6 +86,26 @@ fn maps_show_keys_to_completion_and_handles_their_type() {
     );
     let cfg = snap.vars.iter().find(|v| v.name == "cfg").unwrap();
     assert_eq!(cfg.type_name, "Config");
+    // A Config brings its keys and resolved values, recipe then infra.
+    let keys = cfg.config_keys.as_deref().expect("a Config's keys");
+    let value = |path: &str| {
+        keys.iter()
+            .find(|k| k.path == path)
+            .map(|k| (k.value.as_str(), k.container))
+    };
+    assert_eq!(value("grpo.max_num_steps"), Some(("3", false)));
+    assert_eq!(
+        value("logger.log_dir"),
+        Some(("\"logs/grpo-3-steps\"", false))
+    );
+    assert_eq!(value("infra.namespace"), Some(("\"default\"", false)));
+    assert!(value("policy.optimizer").is_some_and(|(v, c)| c && v.ends_with("keys}")));
+    assert_eq!(keys[0].path, "policy");
+    assert_eq!(
+        cfg.config_recipe.as_deref(),
+        Some("examples/quickstart/recipe.yaml")
+    );
+    assert!(m.config_keys.is_none());
     assert!(
         s.vars().contains("let cfg: Config = Config("),
         "{}",
@@ -139,4 +174,57 @@ fn cli_parses_no_words_in_the_repl_and_gives_the_defaults() {
         "{err}"
     );
     assert!(err.contains("the REPL passes no arguments"), "{err}");
+
+const LOAD_QUICKSTART: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"});"#;
+
+#[test]
+fn a_missing_config_key_is_one_report_with_a_suggestion() {
+    let (mut s, out) = session();
+    assert_eq!(s.eval(LOAD_QUICKSTART), LineResult::Ok);
+    assert_eq!(
+        s.eval(r#"cfg.get("grpo.max_num_stpes")"#),
+        LineResult::Failed(Exit::Failed)
+    );
+    let typo = out.stderr();
+    assert_eq!(
+        s.eval(r#"cfg.get("missing.key")"#),
+        LineResult::Failed(Exit::Failed)
+    );
+    let missing = out.stderr()[typo.len()..].to_string();
+    assert_eq!(
+        s.eval(r#"cfg.get("infra.kuberay.trainin.name")"#),
+        LineResult::Failed(Exit::Failed)
+    );
+    let infra = out.stderr()[typo.len() + missing.len()..].to_string();
+    insta::assert_snapshot!(format!("{typo}---\n{missing}---\n{infra}"));
+    // Existing keys, and keys reached through an interpolation, still resolve.
+    assert_eq!(s.eval(r#"cfg.get("logger.log_dir")"#), LineResult::Ok);
+    assert_eq!(
+        s.eval(r#"cfg.get("policy.optimizer.kwargs.lr")"#),
+        LineResult::Ok
+    );
+    // `catch` sees the code it always had.
+    assert_eq!(
+        s.eval(r#"try { cfg.get("nope") } catch (e) { print(e.code) }"#),
+        LineResult::Ok
+    );
+    assert!(
+        out.stdout().ends_with("nrl::interp::missing_key\n"),
+        "{}",
+        out.stdout()
+    );
+}
+
+#[test]
+fn a_cluster_failure_keeps_its_exit_code() {
+    let (mut s, out) = session();
+    s.host()
+        .set_connect(|c| c.kubeconfig = Some("/nonexistent/kubeconfig".into()));
+    assert_eq!(
+        s.eval(r#"fn pods() { k8s::list("Pod") } pods()"#),
+        LineResult::Failed(Exit::Api),
+        "{}",
+        out.stderr()
+    );
+    assert_eq!(s.eval(r#"throw "boom""#), LineResult::Failed(Exit::Failed));
 }

@@ -55,7 +55,9 @@ fn completion_multi_line_input_and_ctrl_c_in_one_session() {
 
     // Unfinished input continues on the next line; the function stays defined.
     t.line("fn twice(x) {");
+    t.wait_for("\n...> ");
     t.line("  x * 21");
+    t.wait_for("\n...> ");
     t.line("}");
     t.wait_for(PROMPT);
     t.line("twice(2)");
@@ -79,6 +81,141 @@ fn completion_multi_line_input_and_ctrl_c_in_one_session() {
     let status = t.wait();
     assert_eq!(status.code(), Some(0), "{}", t.screen());
     assert!(!t.screen().contains("syntax error"), "{}", t.screen());
+}
+
+#[test]
+fn a_banner_and_a_continuation_prompt() {
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
+    // One line: version, where the k8s built-ins act (no kubeconfig here), help.
+    let banner = t.wait_for(FIRST_PROMPT);
+    let line = banner
+        .lines()
+        .find(|l| l.starts_with("nrl "))
+        .unwrap_or_else(|| panic!("no banner in:\n{banner}"));
+    assert_eq!(
+        line,
+        format!(
+            "nrl {} · no kube context (`:ctx NAME` picks one) · :help for help, Ctrl-D to leave",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+
+    // Each line of an unfinished input gets the continuation prompt.
+    t.line("fn twice(x) {");
+    t.wait_for("\n...> ");
+    t.line("  x * 21");
+    t.wait_for("\n...> ");
+    t.line("}");
+    t.wait_for(PROMPT);
+    t.line("twice(2)");
+    t.wait_for("42");
+    t.wait_for(PROMPT);
+    // Ctrl-C at a continuation prompt drops the unfinished input.
+    t.line("let dropped = [1,");
+    t.wait_for("\n...> ");
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.line(r#""multi" +"#);
+    t.wait_for("\n...> ");
+    t.line(r#""line""#);
+    t.wait_for("multiline");
+    t.wait_for(PROMPT);
+    t.line("40 + 3");
+    t.wait_for("43");
+    t.wait_for(PROMPT);
+    // The whole input is one history entry.
+    t.send(UP).send(UP).send(b"\r");
+    t.wait_for("multiline");
+    t.wait_for(PROMPT);
+    // A multi-line paste (bracketed, as terminals send it) is one input.
+    t.send(b"\x1b[200~[20,\n 22].reduce(|s, v| s + v, 0)\x1b[201~")
+        .send(b"\r");
+    t.wait_for("\n42");
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
+    assert!(!t.screen().contains("syntax error"), "{}", t.screen());
+}
+
+const LOAD_QUICKSTART: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"})"#;
+
+#[test]
+fn config_keys_complete_with_their_values() {
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
+    t.wait_for(FIRST_PROMPT);
+    t.line(LOAD_QUICKSTART);
+    t.wait_for(PROMPT);
+
+    // A mapping completes with `.`; Tab twice lists its keys with their values.
+    t.send(br#"cfg.get("gr"#).send(TAB);
+    t.wait_for(r#"cfg.get("grpo."#);
+    t.send(TAB).send(TAB);
+    t.wait_for("grpo.max_num_steps = 3");
+    t.wait_for("grpo.num_generations_per_prompt = 2");
+    // The only key that fits completes; the hint shows its value.
+    t.send(b"max_n").send(TAB);
+    t.wait_for(r#"cfg.get("grpo.max_num_steps  = 3"#);
+    t.line(r#"")"#);
+    t.wait_for("\n3");
+    t.wait_for(PROMPT);
+
+    // Infra keys, and the key of an override.
+    t.send(br#"cfg.explain("infra.names"#).send(TAB);
+    t.wait_for(r#"cfg.explain("infra.namespace  = "default""#);
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(br#"cfg.override("+policy.optimizer.kwargs.l"#)
+        .send(TAB);
+    t.wait_for(r#"cfg.override("+policy.optimizer.kwargs.lr  = 1e-6"#);
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    // Overrides of a recipe the session has loaded, before loading it again.
+    t.send(br#"recipe("examples/quickstart/recipe.yaml", #{overrides: ["grpo.max_n"#)
+        .send(TAB);
+    t.wait_for(r#"#{overrides: ["grpo.max_num_steps  = 3"#);
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
+}
+
+#[test]
+fn methods_are_filtered_by_type_and_hints_fit_the_row() {
+    let state = context();
+    let mut t = Terminal::spawn(nrl_repl(&state));
+    t.wait_for(FIRST_PROMPT);
+    t.line(LOAD_QUICKSTART);
+    t.wait_for(PROMPT);
+
+    // `cfg.<Tab><Tab>` lists a Config's methods, not the functions of any value.
+    t.send(b"cfg.").send(TAB).send(TAB);
+    // The list, then the line drawn again under it.
+    let listing = t.wait_for("\nnrl> cfg.");
+    assert!(listing.contains("manifests("), "{listing}");
+    assert!(listing.contains("summary("), "{listing}");
+    for any in ["exit(", "take(", "is_shared("] {
+        assert!(!listing.contains(any), "{any} offered:\n{listing}");
+    }
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+
+    // A long line leaves little room on the 120-column row: the hint is clipped to it.
+    let line = "let pods_of_a_namespace_with_a_rather_long_descriptive_name = k8s::list(";
+    t.send(line.as_bytes());
+    t.wait_for(&format!("{line}  k8s::list(kind"));
+    let hint = format!("  k8s::list(kind{}", t.wait_for("…"));
+    assert!(
+        hint.starts_with("  k8s::list(kind: string) -> array"),
+        "{hint}"
+    );
+    let row = "nrl> ".len() + line.chars().count() + hint.chars().count();
+    assert!(row < 120, "the row is {row} columns: {hint}");
+    t.send(CTRL_C);
+    t.wait_for(PROMPT);
+    t.send(CTRL_D);
+    assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
 }
 
 #[test]
@@ -134,6 +271,7 @@ fn a_session_against_the_fake_api_server() {
     let mut cmd = nrl_repl(&state);
     cmd.env("KUBECONFIG", fake.kubeconfig_path());
     let mut t = Terminal::spawn(cmd);
+    t.wait_for("· context `fake`, namespace `default` · :help for help");
     t.wait_for(FIRST_PROMPT);
     t.line(":ctx");
     t.wait_for("context `fake`, namespace `default`");
@@ -191,7 +329,8 @@ fn a_session_against_the_fake_api_server() {
     assert_eq!(t.wait().code(), Some(0), "{}", t.screen());
 }
 
-/// Piped input: evaluated line by line, no prompt; the exit code follows the last input.
+/// Piped input: evaluated line by line, no prompt; the exit code is the first failing
+/// input's.
 fn piped(input: &str) -> (i32, String, String) {
     let state = context();
     let out = assert_cmd::Command::from_std(nrl_repl(&state))
@@ -217,14 +356,17 @@ fn piped_input_runs_line_by_line() {
 }
 
 #[test]
-fn piped_exit_codes_follow_the_last_input() {
-    let cases: [(&str, i32); 7] = [
-        ("throw \"early\"\n1 + 1\n", 0),
+fn piped_exit_codes_are_the_first_failing_inputs() {
+    let cases: [(&str, i32); 10] = [
+        ("throw \"early\"\n1 + 1\n", 1),
         ("1 + 1\nthrow \"late\"\n", 1),
         ("1 + 1\nlet = 2\n", 2),
+        ("let = 2\nthrow \"then\"\n1\n", 2),
+        ("throw \"first\"\nlet = 2\n", 1),
         ("let x = [1,\n", 2),
-        ("exit(4)\nprint(\"not reached\")\n", 4),
-        ("throw \"x\"\n:quit\n", 0),
+        ("throw \"x\"\nexit(4)\nprint(\"not reached\")\n", 4),
+        ("throw \"x\"\n:quit\nprint(\"not reached\")\n", 1),
+        ("1\n:quit\n", 0),
         (":nope\n", 2),
     ];
     for (input, want) in cases {
@@ -234,6 +376,40 @@ fn piped_exit_codes_follow_the_last_input() {
     }
     let (_, _, err) = piped(":lod x\n");
     assert!(err.contains("did you mean :load?"), "{err}");
+}
+
+#[test]
+fn a_cluster_error_exits_3() {
+    // KUBECONFIG names a file that does not exist: the k8s built-ins fail as the cluster
+    // API would (nrl::k8s::config), before any request.
+    let (code, _, err) = piped("k8s::list(\"Pod\")\n1 + 1\n");
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("nrl::k8s::config"), "{err}");
+    // Through a function call too; a runtime error before it still comes first.
+    let (code, _, err) = piped("fn pods() { k8s::list(\"Pod\") }\npods()\n");
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = piped("throw \"first\"\nk8s::list(\"Pod\")\n");
+    assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn an_unreachable_api_server_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    // Port 1 on the loopback: nothing listens, the connection is refused.
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: http://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: u\n    namespace: default\ncurrent-context: gone\n",
+    )
+    .unwrap();
+    let state = context().env("KUBECONFIG", &kubeconfig);
+    let out = assert_cmd::Command::from_std(nrl_repl(&state))
+        .write_stdin("k8s::list(\"Pod\")\n")
+        .timeout(std::time::Duration::from_secs(90))
+        .output()
+        .expect("nrl runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
 }
 
 #[test]
@@ -247,7 +423,7 @@ fn preloaded_files_and_help() {
         c.arg(&lib);
         c
     })
-    .write_stdin("greet(\"bob\")\n:help greet\n:doc k8s::list\n")
+    .write_stdin("greet(\"bob\")\n:help greet\n:doc k8s::list\n:doc plan_options\n")
     .output()
     .expect("nrl runs");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -264,6 +440,12 @@ fn preloaded_files_and_help() {
         text.contains("k8s::list(kind: string) -> array\n      Every object"),
         "{text}"
     );
+    // Not a terminal: the doc's Markdown as plain text (no fences, no escapes).
+    assert!(
+        text.contains("\n        plan_options(#{live_reads: true});\n"),
+        "{text}"
+    );
+    assert!(!text.contains("```") && !text.contains('\x1b'), "{text}");
 }
 
 #[test]
@@ -307,7 +489,8 @@ fn ctrl_c_ends_a_piped_session_with_130() {
 fn loading_an_import_cycle_reports_it_and_the_session_goes_on() {
     // Regression (issue 15 item 10): `:load` of a cycle killed the REPL.
     let (code, out, err) = piped(":load tests/data/script/cycle/a.rhai\n40 + 2\n");
-    assert_eq!(code, 0, "{err}");
+    // The session goes on; the failed `:load` is still the exit code.
+    assert_eq!(code, 1, "{err}");
     assert_eq!(out, "42\n");
     // The renderer wraps long messages: compare without the wrapping.
     let flat = err.replace("\n  │ ", "");

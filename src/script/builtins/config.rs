@@ -30,6 +30,20 @@ pub struct Config {
 struct ConfigState {
     request: LoadRequest,
     loaded: LoadedConfig,
+    /// Built on first use (the console's key completion), once per loaded pair.
+    keys: std::sync::OnceLock<Arc<Vec<ConfigKey>>>,
+}
+
+/// One key of a loaded pair, for completion: its dotted path (`policy.optimizer.kwargs.lr`,
+/// `infra.namespace`) and its current value on one line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigKey {
+    pub path: String,
+    /// Resolved where the recipe resolves (else as written): `1e-06`, `"logs/x"`,
+    /// `{4 keys}`, `[2 items]`.
+    pub value: String,
+    /// A mapping or list: completion goes on with `.`.
+    pub container: bool,
 }
 
 impl Config {
@@ -37,7 +51,11 @@ impl Config {
     pub fn load(request: LoadRequest) -> Result<Config> {
         let loaded = load(&request)?;
         Ok(Config {
-            state: Arc::new(ConfigState { request, loaded }),
+            state: Arc::new(ConfigState {
+                request,
+                loaded,
+                keys: std::sync::OnceLock::new(),
+            }),
         })
     }
 
@@ -61,11 +79,15 @@ impl Config {
     pub fn value(&self, path: &str) -> Result<Node> {
         let cfg = self.loaded();
         let env = cfg.env.as_ref();
-        match path.strip_prefix("infra.") {
-            Some(rest) => crate::config::interp::resolve_path(&cfg.infra.source, rest, env),
-            None if path == "infra" => Ok(cfg.infra.source.clone()),
-            None => crate::config::interp::resolve_path(&cfg.recipe, path, env),
+        let (root, rest, prefix, what) = match path.strip_prefix("infra.") {
+            Some(rest) => (&cfg.infra.source, rest, "infra.", "the infra settings"),
+            None if path == "infra" => return Ok(cfg.infra.source.clone()),
+            None => (&cfg.recipe, path, "", "the recipe"),
+        };
+        if let Some(d) = missing_key(root, rest, prefix, what) {
+            return Err(d);
         }
+        crate::config::interp::resolve_path(root, rest, env)
     }
 
     /// `{infra, recipe}`, both resolved, in file order (what `nrl check -o` writes).
@@ -75,6 +97,23 @@ impl Config {
             ("infra", cfg.infra.to_node()),
             ("recipe", cfg.resolved_recipe()?),
         ]))
+    }
+
+    /// Every key of the recipe, then of the infra settings (`infra.…`), in file order.
+    pub fn keys(&self) -> Arc<Vec<ConfigKey>> {
+        self.state
+            .keys
+            .get_or_init(|| {
+                let cfg = self.loaded();
+                // A recipe with a `???` or a broken interpolation still lists its keys.
+                let recipe = cfg.resolved_recipe().unwrap_or_else(|_| cfg.recipe.clone());
+                let mut out = Vec::new();
+                collect_keys(&recipe, "", &mut out);
+                out.push(key_of("infra".to_string(), &cfg.infra.source));
+                collect_keys(&cfg.infra.source, "infra.", &mut out);
+                Arc::new(out)
+            })
+            .clone()
     }
 
     fn describe(&self) -> String {
@@ -89,6 +128,112 @@ impl Config {
         s.push(')');
         s
     }
+}
+
+fn collect_keys(node: &Node, prefix: &str, out: &mut Vec<ConfigKey>) {
+    use crate::config::node::Value;
+    let children: Vec<(String, &Node)> = match &node.value {
+        Value::Map(m) => m.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::List(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
+        _ => return,
+    };
+    for (key, child) in children {
+        let path = format!("{prefix}{key}");
+        out.push(key_of(path.clone(), child));
+        collect_keys(child, &format!("{path}."), out);
+    }
+}
+
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn key_of(path: String, node: &Node) -> ConfigKey {
+    use crate::config::node::Value;
+    let (value, container) = match &node.value {
+        Value::Map(m) => (format!("{{{}}}", count(m.len(), "key")), true),
+        Value::List(l) => (format!("[{}]", count(l.len(), "item")), true),
+        _ => (node.to_json().to_string(), false),
+    };
+    ConfigKey {
+        path,
+        value,
+        container,
+    }
+}
+
+/// The error for a path whose key is not in the (unresolved) tree, when that can be told
+/// without resolving: one message with a did-you-mean, no label (the label of the
+/// resolver's own error would underline the whole parent mapping, often the file).
+/// `None` when the path exists or runs through a value only resolving can open (an
+/// interpolation).
+fn missing_key(root: &Node, path: &str, prefix: &str, what: &str) -> Option<Diag> {
+    use crate::config::node::Value;
+    if path.is_empty() {
+        return None;
+    }
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut node = root;
+    for (at, key) in keys.iter().enumerate() {
+        let siblings: Vec<&str> = match &node.value {
+            Value::Map(m) if !m.contains_key(*key) => m.keys().map(String::as_str).collect(),
+            Value::List(l) if key.parse::<usize>().map_or(true, |i| i >= l.len()) => Vec::new(),
+            Value::Map(_) | Value::List(_) => {
+                node = node.child(key)?;
+                continue;
+            }
+            _ => return None,
+        };
+        let parent = keys[..at].join(".");
+        let full = |k: &str| {
+            if parent.is_empty() {
+                format!("{prefix}{k}")
+            } else {
+                format!("{prefix}{parent}.{k}")
+            }
+        };
+        let message = format!("no key `{prefix}{path}` in {what}");
+        let mut d = Diag::new(crate::config::interp::codes::MISSING_KEY, message);
+        let rest: String = keys[at + 1..].iter().map(|k| format!(".{k}")).collect();
+        let which = if parent.is_empty() {
+            format!("the top-level keys of {what} are")
+        } else {
+            format!("the keys under `{prefix}{parent}` are")
+        };
+        d = match did_you_mean(key, siblings.iter().copied()) {
+            Some(s) => d.help(format!("did you mean `{}{rest}`?", full(s))),
+            None if siblings.is_empty() => d.help(format!(
+                "`{prefix}{parent}` has {} items, numbered from 0",
+                node.as_list().map_or(0, Vec::len)
+            )),
+            None => d.help(format!("{which}: {}", key_list(&siblings))),
+        };
+        return Some(d);
+    }
+    None
+}
+
+/// `a, b, c` — at most ten, then how many more.
+fn key_list(keys: &[&str]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = keys
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if keys.len() > SHOWN {
+        text.push_str(&format!(" and {} more", keys.len() - SHOWN));
+    }
+    text
 }
 
 const RECIPE_OPTIONS: [&str; 3] = ["infra", "overrides", "context"];
