@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::builtins::BUILTINS;
+use super::builtins::documented;
 use super::declared::{ArgDoc, header_comment};
 use super::engine::metadata_engine;
 use super::resolver::{STDLIB, STDLIB_PREFIX, stdlib_text};
@@ -101,8 +101,7 @@ pub struct FnDoc {
 /// (`k8s`, `sweep` or `nrl/sweep`), or an error naming the closest one.
 pub fn catalog(only: Option<&str>) -> Result<Vec<ModuleDoc>> {
     let wanted = only.map(|m| m.strip_prefix(STDLIB_PREFIX).unwrap_or(m));
-    let known: Vec<&str> = BUILTINS
-        .iter()
+    let known: Vec<&str> = documented()
         .map(|b| b.name)
         .chain(STDLIB.iter().map(|(name, _)| *name))
         .collect();
@@ -124,10 +123,7 @@ pub fn catalog(only: Option<&str>) -> Result<Vec<ModuleDoc>> {
         modules: Default::default(),
     });
     let mut out = Vec::new();
-    for b in BUILTINS
-        .iter()
-        .filter(|b| wanted.is_none_or(|w| w == b.name))
-    {
+    for b in documented().filter(|b| wanted.is_none_or(|w| w == b.name)) {
         let Some(module) = meta.modules.get(b.name) else {
             continue;
         };

@@ -33,8 +33,8 @@ pub fn new_engine(host: &Arc<Host>) -> Engine {
     // `sim::…` exists only where a simulated cluster answers (a test).
     if host.plan.is_simulated() {
         static SIM: OnceLock<Shared<Module>> = OnceLock::new();
-        let sim = SIM.get_or_init(|| builtins::sim_module().into());
-        engine.register_static_module("sim", sim.clone());
+        let sim = SIM.get_or_init(|| (builtins::SIM.build)().into());
+        engine.register_static_module(builtins::SIM.name, sim.clone());
     }
     engine
 }
@@ -105,7 +105,7 @@ fn configure(engine: &mut Engine, host: &Arc<Host>) {
 pub fn metadata_engine() -> Engine {
     let mut engine = Engine::new_raw();
     builtins::register_types(&mut engine);
-    for b in builtins::BUILTINS {
+    for b in builtins::documented() {
         engine.register_static_module(b.name, (b.build)().into());
     }
     engine

@@ -474,10 +474,12 @@ fn builtins_filter_by_module_and_list_the_stdlib() {
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     let modules: Vec<serde_json::Value> = serde_json::from_str(&ran.stdout).expect("json");
     let names: Vec<&str> = modules.iter().filter_map(|m| m["name"].as_str()).collect();
+    // Every module a script has, then `sim` (tests only), then the stdlib.
     let mut expected: Vec<String> = nrl::script::builtins::BUILTINS
         .iter()
         .map(|b| b.name.to_string())
         .collect();
+    expected.push("sim".to_string());
     expected.extend(
         nrl::script::resolver::STDLIB
             .iter()

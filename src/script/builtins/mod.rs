@@ -136,9 +136,18 @@ pub const BUILTINS: &[Builtin] = &[
     },
 ];
 
-/// The `sim` module: registered only on the engines of `nrl script test`.
-pub fn sim_module() -> Module {
-    exported_module!(sim::sim_module)
+/// The `sim` module: registered only on the engines of `nrl script test` (and listed
+/// by `--builtins` after [`BUILTINS`]).
+pub const SIM: Builtin = Builtin {
+    name: "sim",
+    about: "only in `nrl script test`: script the simulated cluster a test's plan reads (objects, how jobs end, logs, env)",
+    global: false,
+    build: || exported_module!(sim::sim_module),
+};
+
+/// The modules `--builtins` documents: every one a script has, then the test-only ones.
+pub fn documented() -> impl Iterator<Item = &'static Builtin> {
+    BUILTINS.iter().chain(std::iter::once(&SIM))
 }
 
 /// Give the handle types their script names (`type_of(cfg) == "Config"`).

@@ -89,7 +89,7 @@ pub mod sim_module {
     }
 
     /// Set an environment variable for the test's scripts (`${oc.env:…}`, Gym secrets
-    /// `host:NAME`, `env()`). A test starts with only `NRL_USER=tester`: the shell's
+    /// `host:NAME`, `env()`). A test starts with only `NRL_USER=tester` and an empty `HOME`: the shell's
     /// environment is not seen. Example: `sim::env("HF_TOKEN", "hf_test")`
     #[rhai_fn(return_raw)]
     pub fn env(ctx: NativeCallContext, name: &str, value: &str) -> RhaiResult<()> {
