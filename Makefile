@@ -8,7 +8,8 @@ RAY  := $(VENV)/bin/ray
 PY   := $(VENV)/bin/python
 # The integration tests mostly wait (on Ray jobs, child processes, the fake API server's
 # watches), so more threads than cores overlap the waits: 314 s with 2 threads, 146 s
-# with 6 on 2 cores.
+# with 6 on 2 cores. (An environment variable: the criterion benches, run once as tests,
+# take no `--test-threads`.)
 TEST_THREADS ?= 6
 # NeMo-RL's lock: omegaconf 2.3.0 with hydra-core 1.3.2.
 PY_DEPS := "ray[default]" omegaconf==2.3.0 hydra-core==1.3.2 jsonschema
@@ -17,7 +18,7 @@ STAMP := $(VENV)/.nrl-deps-1
 .PHONY: test lint venv ray-venv bench
 
 test: venv
-	NRL_RAY_BIN=$(abspath $(RAY)) NRL_PYTHON=$(abspath $(PY)) cargo test --all-targets --no-fail-fast -- --test-threads $(TEST_THREADS)
+	RUST_TEST_THREADS=$(TEST_THREADS) NRL_RAY_BIN=$(abspath $(RAY)) NRL_PYTHON=$(abspath $(PY)) cargo test --all-targets --no-fail-fast
 	cargo test --doc
 
 lint:
