@@ -14,6 +14,7 @@
 pub mod allow;
 mod backends;
 mod cluster_shape;
+pub mod diagnose;
 mod effective;
 pub mod gate;
 pub(crate) mod pods;

@@ -1,0 +1,646 @@
+//! `nrl diagnose`: what went wrong with a launched run, read-only. Doctor checks before
+//! launch; diagnose looks after it, with the same [`Finding`]s and [`Report`] printer.
+//!
+//! One diagnosis reads, in this order and each once: the RayJob, each RayCluster and its
+//! pods (one list by `ray.io/cluster=<name>` per cluster), the namespace's events
+//! (filtered here by `involvedObject`), the nodes (only when pods are Pending; a 403
+//! becomes a note), the namespace's DRA ResourceClaims (only when the pods use claims),
+//! the KAI queues of pods under kai-scheduler, the previous log of one crash-looping
+//! container per (worker group, container), and the driver log (the run directory's copy,
+//! else the dashboard). The number of API calls does not grow with the number of workers.
+//!
+//! [`analyze`] is pure: it turns what was read ([`Snapshot`]) into findings, so every rule
+//! is testable without a cluster.
+
+pub mod driver_log;
+mod pods;
+mod scheduling;
+mod status;
+
+use std::time::Duration;
+
+use kube::discovery::ApiResource;
+use serde_json::{Value as Json, json};
+
+use super::allow::Allows;
+use super::{Finding, Report};
+use crate::config::layers::LoadedConfig;
+use crate::diag::{Exit, Result};
+use crate::k8s::resources::by_kind;
+use crate::k8s::status::{PodStatus, RayJobStatus};
+use crate::k8s::{K8s, LogOptions};
+use crate::launch::records::{RunKind, RunRecord};
+
+pub use scheduling::{FitError, Reason, ReasonKind, parse as parse_fit_error};
+
+/// Lines of a crashed container's previous log shown as evidence.
+const PREVIOUS_LOG_LINES: i64 = 20;
+/// How long the driver log may take through the dashboard before diagnose goes on
+/// without it.
+const DASHBOARD_LOG_WAIT: Duration = Duration::from_secs(20);
+
+/// What to diagnose.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `run grpo-2026…` or `recipe r.yaml`.
+    pub subject: String,
+    pub namespace: String,
+    pub rayjob: Option<String>,
+    /// RayClusters besides the RayJob's own.
+    pub clusters: Vec<String>,
+    /// The run's record (where its kept driver log is).
+    pub record: Option<RunRecord>,
+}
+
+impl Target {
+    /// A run from its record: its RayJob (ephemeral runs) or its RayCluster.
+    pub fn of_record(record: &RunRecord) -> Target {
+        let k = record.k8s.clone().unwrap_or_default();
+        let rayjob = match record.kind {
+            RunKind::Rayjob => k.rayjob.clone(),
+            _ => None,
+        };
+        let clusters = match (&rayjob, &record.cluster) {
+            (None, Some(c)) => vec![c.clone()],
+            _ => Vec::new(),
+        };
+        Target {
+            subject: format!("run {}", record.id),
+            namespace: record.namespace.clone().unwrap_or_default(),
+            rayjob,
+            clusters,
+            record: Some(record.clone()),
+        }
+    }
+
+    /// What a recipe renders, by name: its RayJob (the training role as a RayJob) and
+    /// its RayClusters. Objects that do not exist are skipped when at least one does.
+    pub fn of_config(cfg: &LoadedConfig, recipe: &str) -> Result<Target> {
+        let manifests = crate::render::check_manifests(&cfg.infra)?;
+        let all = super::preflight_manifests(cfg, &manifests);
+        let mut rayjob = None;
+        let mut clusters = Vec::new();
+        for m in &all {
+            let s = |p: &str| {
+                m.get_path(p)
+                    .and_then(crate::config::node::Node::as_str)
+                    .map(str::to_string)
+            };
+            match (s("kind").as_deref(), s("metadata.name")) {
+                (Some("RayJob"), Some(n)) => rayjob = Some(n),
+                (Some("RayCluster"), Some(n)) if !clusters.contains(&n) => clusters.push(n),
+                _ => {}
+            }
+        }
+        Ok(Target {
+            subject: format!("recipe {recipe}"),
+            namespace: cfg.infra.namespace.clone(),
+            rayjob,
+            clusters,
+            record: None,
+        })
+    }
+}
+
+/// One event, as evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    pub reason: String,
+    pub message: String,
+    pub count: i64,
+    pub warning: bool,
+    /// `lastTimestamp` (or `eventTime`), for ordering.
+    pub at: String,
+}
+
+/// A RayCluster and its pods.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterData {
+    pub name: String,
+    /// `None`: it does not exist.
+    pub object: Option<Json>,
+    pub pods: Vec<Json>,
+}
+
+/// Everything one diagnosis read.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub namespace: String,
+    pub rayjob_name: Option<String>,
+    pub rayjob: Option<Json>,
+    pub clusters: Vec<ClusterData>,
+    pub events: Vec<Json>,
+    /// `None`: not read (nothing Pending) or not readable (see the notes).
+    pub nodes: Option<Vec<scheduling::NodeView>>,
+    /// The namespace's ResourceClaims, when the pods use claims and they could be read.
+    pub claims: Option<Vec<Json>>,
+    /// KAI queues by name; `None`: it does not exist.
+    pub queues: Vec<(String, Option<Json>)>,
+    /// (pod, container, previous log or why not).
+    pub previous_logs: Vec<(String, String, std::result::Result<String, String>)>,
+    /// The driver log, when one was reachable.
+    pub driver_log: Option<String>,
+}
+
+impl Snapshot {
+    /// Events about object `kind/name` (optionally of some reasons), oldest first.
+    pub fn events_of(&self, kind: &str, name: &str, reasons: Option<&[&str]>) -> Vec<Evidence> {
+        let mut out: Vec<Evidence> = self
+            .events
+            .iter()
+            .filter(|e| {
+                e.pointer("/involvedObject/kind").and_then(Json::as_str) == Some(kind)
+                    && e.pointer("/involvedObject/name").and_then(Json::as_str) == Some(name)
+            })
+            .filter_map(|e| {
+                let s = |p: &str| {
+                    e.pointer(p)
+                        .and_then(Json::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let reason = s("/reason");
+                if let Some(rs) = reasons
+                    && !rs.contains(&reason.as_str())
+                {
+                    return None;
+                }
+                let count = e
+                    .get("count")
+                    .and_then(Json::as_i64)
+                    .or_else(|| e.pointer("/series/count").and_then(Json::as_i64))
+                    .unwrap_or(1);
+                let at = [s("/lastTimestamp"), s("/eventTime"), s("/firstTimestamp")]
+                    .into_iter()
+                    .find(|t| !t.is_empty())
+                    .unwrap_or_default();
+                Some(Evidence {
+                    reason,
+                    message: s("/message"),
+                    count,
+                    warning: s("/type") == "Warning",
+                    at,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.at.cmp(&b.at));
+        out
+    }
+
+    fn all_pods(&self) -> impl Iterator<Item = &Json> {
+        self.clusters.iter().flat_map(|c| c.pods.iter())
+    }
+
+    fn suspended(&self) -> bool {
+        self.rayjob.as_ref().is_some_and(|rj| {
+            matches!(
+                RayJobStatus::of(rj).deployment.as_deref(),
+                Some("Suspended" | "Suspending")
+            )
+        })
+    }
+}
+
+/// Findings keyed by (code, key), with the pods each is about: 64 workers with the same
+/// FailedScheduling message make one finding naming them, not 64.
+#[derive(Default)]
+pub(crate) struct Groups {
+    items: Vec<Group>,
+}
+
+struct Group {
+    code: &'static str,
+    key: String,
+    what: String,
+    fix: String,
+    notes: Vec<String>,
+    pods: Vec<String>,
+}
+
+impl Groups {
+    /// Add `pod` to the finding (code, key); `build` (message, fix, evidence notes) runs
+    /// for the first pod only.
+    pub fn add(
+        &mut self,
+        code: &'static str,
+        key: &str,
+        pod: &str,
+        build: impl FnOnce() -> (String, String, Vec<String>),
+    ) {
+        if let Some(g) = self
+            .items
+            .iter_mut()
+            .find(|g| g.code == code && g.key == key)
+        {
+            if !g.pods.iter().any(|p| p == pod) {
+                g.pods.push(pod.to_string());
+            }
+            return;
+        }
+        let (what, fix, notes) = build();
+        self.items.push(Group {
+            code,
+            key: key.to_string(),
+            what,
+            fix,
+            notes,
+            pods: vec![pod.to_string()],
+        });
+    }
+
+    fn into_findings(self) -> Vec<Finding> {
+        self.items
+            .into_iter()
+            .map(|g| {
+                let subject = match g.pods.len() {
+                    1 => format!("pod {}", g.pods[0]),
+                    n => format!("{n} pods: {}", pods::summarize(g.pods.iter().cloned())),
+                };
+                let mut f = Finding::new(g.code, format!("{} — {subject}", g.what)).fix(g.fix);
+                for n in g.notes.into_iter().filter(|n| !n.is_empty()) {
+                    f = f.note(n);
+                }
+                f
+            })
+            .collect()
+    }
+}
+
+/// The findings of a [`Snapshot`] (pure), in rule order: the RayJob, the clusters, the
+/// pods, the driver log.
+pub fn analyze(snap: &Snapshot) -> Vec<Finding> {
+    let mut out = Vec::new();
+    status::rayjob(snap, &mut out);
+    let mut groups = Groups::default();
+    for c in &snap.clusters {
+        pods::pending(snap, &c.pods, &mut groups);
+        pods::failures(snap, &c.pods, &mut groups);
+    }
+    let mut pod_findings = groups.into_findings();
+    for c in &snap.clusters {
+        status::cluster(snap, c, &mut out);
+    }
+    out.append(&mut pod_findings);
+    if let Some(log) = &snap.driver_log {
+        out.extend(driver_log::findings(log));
+    }
+    // Rule order (the registry's), stable within a code.
+    let order = |f: &Finding| {
+        super::RULES
+            .iter()
+            .position(|r| r.code == f.code)
+            .unwrap_or(usize::MAX)
+    };
+    out.sort_by_key(order);
+    out
+}
+
+/// What `nrl diagnose` shows: findings, and notes on what could not be looked at.
+#[derive(Debug, Clone)]
+pub struct Diagnosis {
+    pub subject: String,
+    pub namespace: String,
+    pub report: Report,
+    /// What was not checked, and where the driver log came from.
+    pub notes: Vec<String>,
+}
+
+impl Diagnosis {
+    /// Nothing wrong found.
+    pub fn ok(&self) -> bool {
+        self.report.is_empty()
+    }
+
+    /// 0 when nothing is wrong, 1 when something is.
+    pub fn exit(&self) -> Exit {
+        if self.ok() { Exit::Ok } else { Exit::Failed }
+    }
+
+    /// The findings as `nrl doctor` prints them, then the notes, then the summary.
+    pub fn render(&self, color: bool, width: usize) -> String {
+        let mut out = String::new();
+        for f in &self.report.findings {
+            out.push_str(&super::report::to_diag(f).render(color, width));
+            out.push('\n');
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        out.push_str(&self.report.summary_as("diagnose"));
+        out.push('\n');
+        out
+    }
+
+    /// `{subject, namespace, ok, findings: [{code, severity, message, fix, notes}], notes}`
+    pub fn to_json(&self) -> Json {
+        let findings: Vec<Json> = self
+            .report
+            .findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "code": f.code,
+                    "severity": f.severity.as_str(),
+                    "message": f.message,
+                    "fix": f.fix,
+                    "notes": f.notes,
+                })
+            })
+            .collect();
+        json!({
+            "subject": self.subject,
+            "namespace": self.namespace,
+            "ok": self.ok(),
+            "findings": findings,
+            "notes": self.notes,
+        })
+    }
+}
+
+fn core(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn resource_claims() -> ApiResource {
+    ApiResource {
+        group: "resource.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "resource.k8s.io/v1".into(),
+        kind: "ResourceClaim".into(),
+        plural: "resourceclaims".into(),
+    }
+}
+
+fn forbidden(d: &crate::diag::Diag) -> bool {
+    d.code == "nrl::k8s::forbidden"
+}
+
+/// Diagnose a run by its record.
+pub async fn diagnose_run(k8s: &K8s, record: &RunRecord) -> Result<Diagnosis> {
+    diagnose(k8s, &Target::of_record(record)).await
+}
+
+/// Diagnose what a recipe renders (its RayJob and RayClusters, by name).
+pub async fn diagnose_config(k8s: &K8s, cfg: &LoadedConfig, recipe: &str) -> Result<Diagnosis> {
+    diagnose(k8s, &Target::of_config(cfg, recipe)?).await
+}
+
+/// Read what the target's objects, pods, events, nodes, claims, queues and logs say,
+/// then [`analyze`] it.
+pub async fn diagnose(k8s: &K8s, target: &Target) -> Result<Diagnosis> {
+    let ns = if target.namespace.is_empty() {
+        k8s.namespace.clone()
+    } else {
+        target.namespace.clone()
+    };
+    let mut notes = Vec::new();
+    let mut snap = Snapshot {
+        namespace: ns.clone(),
+        rayjob_name: target.rayjob.clone(),
+        ..Snapshot::default()
+    };
+    let mut names: Vec<String> = Vec::new();
+    if let Some(rj) = &target.rayjob {
+        snap.rayjob = k8s.get(&by_kind("RayJob")?, &ns, rj).await?;
+        if let Some(c) = snap
+            .rayjob
+            .as_ref()
+            .and_then(|o| RayJobStatus::of(o).cluster)
+        {
+            names.push(c);
+        }
+    }
+    for c in &target.clusters {
+        if !names.contains(c) {
+            names.push(c.clone());
+        }
+    }
+    let rayclusters = by_kind("RayCluster")?;
+    let pod_kind = by_kind("Pod")?;
+    for name in &names {
+        let object = k8s.get(&rayclusters, &ns, name).await?;
+        let pods = match &object {
+            Some(_) => {
+                k8s.list(&pod_kind, &ns, Some(&format!("ray.io/cluster={name}")))
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        snap.clusters.push(ClusterData {
+            name: name.clone(),
+            object,
+            pods,
+        });
+    }
+    // Recipe mode: only what exists is diagnosed, unless nothing does.
+    if target.record.is_none() {
+        let any_cluster = snap.clusters.iter().any(|c| c.object.is_some());
+        if snap.rayjob.is_some() || any_cluster {
+            if snap.rayjob.is_none() {
+                snap.rayjob_name = None;
+            }
+            let rj_cluster = snap
+                .rayjob
+                .as_ref()
+                .and_then(|o| RayJobStatus::of(o).cluster);
+            snap.clusters
+                .retain(|c| c.object.is_some() || rj_cluster.as_deref() == Some(c.name.as_str()));
+        } else {
+            snap.clusters.clear();
+            if snap.rayjob_name.is_none() {
+                snap.rayjob_name = target.clusters.first().cloned();
+            }
+        }
+    }
+    match k8s.list(&core("Event", "events"), &ns, None).await {
+        Ok(e) => snap.events = e,
+        Err(d) if forbidden(&d) => {
+            notes.push(format!("events in namespace `{ns}` could not be read (403): scheduling reasons come from the pods' conditions only"))
+        }
+        Err(d) => return Err(d),
+    }
+    let pending = snap.all_pods().any(pods::unscheduled);
+    if pending {
+        match k8s.list_cluster_scoped(&core("Node", "nodes")).await {
+            Ok(n) => snap.nodes = Some(n.iter().map(scheduling::NodeView::of).collect()),
+            Err(d) if forbidden(&d) => notes.push(
+                "you may not list nodes (403): allocatable resources, taints and labels of the nodes are not shown"
+                    .to_string(),
+            ),
+            Err(d) => notes.push(format!("nodes could not be listed: {}", d.message)),
+        }
+    }
+    let uses_claims = snap.all_pods().any(|p| {
+        p.pointer("/spec/resourceClaims")
+            .and_then(Json::as_array)
+            .is_some_and(|l| !l.is_empty())
+    });
+    if uses_claims {
+        match k8s.list(&resource_claims(), &ns, None).await {
+            Ok(c) => snap.claims = Some(c),
+            Err(d) => notes.push(format!(
+                "ResourceClaims in namespace `{ns}` could not be read: {}",
+                d.message
+            )),
+        }
+    }
+    let mut queues: Vec<String> = Vec::new();
+    for p in snap.all_pods() {
+        if pods::scheduler(p) == crate::doctor::scheduling::KAI_SCHEDULER
+            && pods::unscheduled(p)
+            && let Some(q) = pods::queue(p)
+            && !queues.iter().any(|x| x == q)
+        {
+            queues.push(q.to_string());
+        }
+    }
+    if !queues.is_empty() {
+        kai_queues(k8s, &queues, &mut snap, &mut notes).await?;
+    }
+    for c in &snap.clusters {
+        for (pod, container) in pods::crashing(&c.pods) {
+            let log = previous_log(k8s, &ns, &pod, &container).await;
+            snap.previous_logs.push((pod, container, log));
+        }
+    }
+    let (log, note) = driver_log_text(k8s, target, &snap).await;
+    snap.driver_log = log;
+    notes.push(note);
+    let findings = analyze(&snap);
+    Ok(Diagnosis {
+        subject: target.subject.clone(),
+        namespace: ns,
+        report: Report::new(findings, &Allows::default()),
+        notes,
+    })
+}
+
+async fn kai_queues(
+    k8s: &K8s,
+    names: &[String],
+    snap: &mut Snapshot,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let groups = k8s.api_groups().await?;
+    let Some(ar) = super::preflight::kai_queue_api(k8s, &groups).await? else {
+        notes.push(
+            "pods use kai-scheduler but its Queue API (scheduling.run.ai) is not served here"
+                .to_string(),
+        );
+        return Ok(());
+    };
+    for q in names {
+        match k8s.get_cluster_scoped(&ar, q).await {
+            Ok(found) => snap.queues.push((q.clone(), found)),
+            Err(d) if forbidden(&d) => notes.push(format!(
+                "KAI queue `{q}` could not be read (403): its quota is not checked"
+            )),
+            Err(d) => return Err(d),
+        }
+    }
+    Ok(())
+}
+
+async fn previous_log(
+    k8s: &K8s,
+    ns: &str,
+    pod: &str,
+    container: &str,
+) -> std::result::Result<String, String> {
+    let opts = LogOptions {
+        container: Some(container.to_string()),
+        follow: false,
+        tail: Some(PREVIOUS_LOG_LINES),
+        previous: true,
+    };
+    let mut text = String::new();
+    k8s.stream_pod_logs(ns, pod, &opts, |line| {
+        text.push_str(line);
+        text.push('\n');
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .map_err(|d| d.message.to_string())?;
+    Ok(text)
+}
+
+/// The driver log: the run directory's kept copy, else the dashboard of a cluster whose
+/// head is ready; the note says which, or why there is none.
+async fn driver_log_text(k8s: &K8s, target: &Target, snap: &Snapshot) -> (Option<String>, String) {
+    if let Some(record) = &target.record
+        && let Some(text) = crate::launch::attach::local_log(record)
+    {
+        let dir = record.run_dir.clone().unwrap_or_default();
+        return (
+            Some(text),
+            format!(
+                "driver log: the copy kept in {dir}/{}",
+                crate::launch::records::context::DRIVER_LOG
+            ),
+        );
+    }
+    let head_ready = snap.clusters.iter().find(|c| {
+        c.object.is_some()
+            && c.pods.iter().any(|p| {
+                p.pointer("/metadata/labels/ray.io~1node-type")
+                    .and_then(Json::as_str)
+                    == Some("head")
+                    && PodStatus::of(p).is_ready()
+            })
+    });
+    let Some(cluster) = head_ready else {
+        return (
+            None,
+            "driver log: not reachable (no local copy, and no cluster with a ready head to ask its dashboard)".to_string(),
+        );
+    };
+    let fetch = async {
+        match &target.record {
+            Some(record) => crate::launch::attach::log_text(Some(k8s), record).await,
+            None => {
+                let job = snap
+                    .rayjob
+                    .as_ref()
+                    .and_then(|o| RayJobStatus::of(o).job_id)
+                    .ok_or_else(|| {
+                        crate::diag::Diag::new("nrl::diagnose::no_job", "no Ray job id")
+                    })?;
+                crate::launch::dashboard::dashboard_session(k8s, &snap.namespace, &cluster.name)
+                    .await?
+                    .client
+                    .logs(&job)
+                    .await
+            }
+        }
+    };
+    match tokio::time::timeout(DASHBOARD_LOG_WAIT, fetch).await {
+        Ok(Ok(text)) => (
+            Some(text),
+            format!(
+                "driver log: from the dashboard of RayCluster {}",
+                cluster.name
+            ),
+        ),
+        Ok(Err(d)) => (
+            None,
+            format!(
+                "driver log: not reachable through the dashboard of RayCluster {}: {}",
+                cluster.name, d.message
+            ),
+        ),
+        Err(_) => (
+            None,
+            format!(
+                "driver log: the dashboard of RayCluster {} did not answer within {}s",
+                cluster.name,
+                DASHBOARD_LOG_WAIT.as_secs()
+            ),
+        ),
+    }
+}
