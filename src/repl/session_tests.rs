@@ -174,6 +174,7 @@ fn cli_parses_no_words_in_the_repl_and_gives_the_defaults() {
         "{err}"
     );
     assert!(err.contains("the REPL passes no arguments"), "{err}");
+}
 
 const LOAD_QUICKSTART: &str = r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"});"#;
 
