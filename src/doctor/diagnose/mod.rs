@@ -644,3 +644,208 @@ async fn driver_log_text(k8s: &K8s, target: &Target, snap: &Snapshot) -> (Option
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, spec: Json, status: Json) -> Json {
+        json!({"metadata": {"name": name, "labels": {"ray.io/cluster": "rc", "ray.io/group": "gpu",
+            "ray.io/node-type": "worker", "kai.scheduler/queue": "rl"}},
+            "spec": spec, "status": status})
+    }
+
+    fn pending(name: &str, spec: Json, message: &str) -> Json {
+        pod(
+            name,
+            spec,
+            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                "reason": "Unschedulable", "message": message}]}),
+        )
+    }
+
+    fn snap(pods: Vec<Json>) -> Snapshot {
+        Snapshot {
+            namespace: "ns".into(),
+            clusters: vec![ClusterData {
+                name: "rc".into(),
+                object: None,
+                pods,
+            }],
+            // A RayJob that is over, so the (absent) cluster itself is not a finding.
+            rayjob: Some(json!({"status": {"jobDeploymentStatus": "Complete"}})),
+            ..Snapshot::default()
+        }
+    }
+
+    fn codes(s: &Snapshot) -> Vec<String> {
+        analyze(s).iter().map(|f| f.code.to_string()).collect()
+    }
+
+    const GPU8: &str =
+        r#"{"containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}"#;
+
+    fn gpu8() -> Json {
+        serde_json::from_str(GPU8).unwrap()
+    }
+
+    #[test]
+    fn an_unbound_claim_and_a_node_selector_matching_nothing() {
+        let mut spec = gpu8();
+        spec["volumes"] =
+            json!([{"name": "data", "persistentVolumeClaim": {"claimName": "rl-data"}}]);
+        let s = snap(vec![pending(
+            "p0",
+            spec,
+            "0/5 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
+        )]);
+        let f = analyze(&s);
+        assert_eq!(codes(&s), ["nrl::diagnose::unbound_pvc"]);
+        assert!(f[0].message.contains("claims: rl-data"), "{}", f[0].message);
+
+        let mut spec = gpu8();
+        spec["nodeSelector"] = json!({"pool": "h100"});
+        let mut s = snap(vec![pending(
+            "p0",
+            spec,
+            "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+        )]);
+        s.nodes = Some(vec![scheduling::NodeView::of(
+            &json!({"metadata": {"name": "n", "labels": {"pool": "a100"}}}),
+        )]);
+        let f = analyze(&s);
+        assert_eq!(codes(&s), ["nrl::diagnose::node_selector_mismatch"]);
+        assert!(
+            f[0].message.contains("no node has the label pool=h100"),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn dra_claims_without_an_allocation() {
+        let mut spec = gpu8();
+        spec["resourceClaims"] = json!([{"name": "gpu", "resourceClaimTemplateName": "t"}]);
+        let mut p = pending(
+            "p0",
+            spec,
+            "0/8 nodes are available: 8 cannot allocate all claims. no new claims to deallocate, preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling.",
+        );
+        p["status"]["resourceClaimStatuses"] =
+            json!([{"name": "gpu", "resourceClaimName": "p0-gpu-x"}]);
+        let mut s = snap(vec![p]);
+        s.claims = Some(vec![
+            json!({"metadata": {"name": "p0-gpu-x"}, "status": {}}),
+        ]);
+        let f = analyze(&s);
+        assert_eq!(
+            codes(&s),
+            [
+                "nrl::diagnose::dra_claim_unallocated",
+                "nrl::diagnose::dra_claim_unallocated"
+            ]
+        );
+        assert!(
+            f[1].message
+                .contains("ResourceClaim p0-gpu-x is not allocated")
+        );
+    }
+
+    #[test]
+    fn kai_queues_missing_over_the_limit_and_gangs_waiting() {
+        let mut spec = gpu8();
+        spec["schedulerName"] = json!("kai-scheduler");
+        let pods = || {
+            (0..4)
+                .map(|i| pod(&format!("p{i}"), spec.clone(), json!({"phase": "Pending"})))
+                .collect::<Vec<_>>()
+        };
+        let mut s = snap(pods());
+        s.queues = vec![("rl".into(), None)];
+        assert_eq!(codes(&s), ["nrl::diagnose::queue_missing"]);
+        s.queues = vec![(
+            "rl".into(),
+            Some(json!({"spec": {"resources": {"gpu": {"quota": 8, "limit": 16}}}})),
+        )];
+        let f = analyze(&s);
+        assert_eq!(codes(&s), ["nrl::diagnose::queue_over_quota"]);
+        assert!(f[0].message.contains("asks 32 GPUs"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("4 pods: p0, p1, p2, p3"),
+            "{}",
+            f[0].message
+        );
+        s.queues = vec![(
+            "rl".into(),
+            Some(json!({"spec": {"resources": {"gpu": {"quota": 64, "limit": -1}}}})),
+        )];
+        let f = analyze(&s);
+        assert_eq!(codes(&s), ["nrl::diagnose::gang_waiting"]);
+        assert!(
+            f[0].message
+                .starts_with("4 of 4 pods Pending under kai-scheduler")
+        );
+    }
+
+    #[test]
+    fn other_scheduler_words_exit_codes_and_config_errors() {
+        let s = snap(vec![pending(
+            "p0",
+            gpu8(),
+            "0/2 nodes are available: 2 Too many pods.",
+        )]);
+        assert_eq!(codes(&s), ["nrl::diagnose::unschedulable"]);
+        let failed = pod(
+            "p1",
+            gpu8(),
+            json!({"phase": "Failed", "containerStatuses": [{"name": "w",
+                "state": {"terminated": {"exitCode": 139, "reason": "Error"}}}]}),
+        );
+        let config = pod(
+            "p2",
+            gpu8(),
+            json!({"phase": "Pending", "containerStatuses": [{"name": "w", "state": {"waiting":
+                {"reason": "CreateContainerConfigError", "message": "secret \"wandb\" not found"}}}]}),
+        );
+        let s = snap(vec![failed, config]);
+        let f = analyze(&s);
+        assert_eq!(
+            codes(&s),
+            [
+                "nrl::diagnose::container_failed",
+                "nrl::diagnose::container_failed"
+            ]
+        );
+        assert!(
+            f[0].message
+                .contains("exited with code 139 (Error), 128+11 = SIGSEGV"),
+            "{}",
+            f[0].message
+        );
+        assert!(f[1].message.contains("secret \"wandb\" not found"));
+    }
+
+    #[test]
+    fn rayjob_states_failed_and_suspended() {
+        let mut s = Snapshot {
+            namespace: "ns".into(),
+            rayjob_name: Some("rj".into()),
+            rayjob: Some(
+                json!({"status": {"jobDeploymentStatus": "Failed", "jobStatus": "FAILED",
+                "reason": "AppFailed", "message": "Job entrypoint command failed with exit code 1"}}),
+            ),
+            ..Snapshot::default()
+        };
+        let f = analyze(&s);
+        assert_eq!(codes(&s), ["nrl::diagnose::rayjob_failed"]);
+        assert_eq!(
+            f[0].message,
+            "RayJob rj failed (the Ray job failed): Job entrypoint command failed with exit code 1"
+        );
+        s.rayjob = Some(json!({"status": {"jobDeploymentStatus": "Suspended"}}));
+        assert_eq!(codes(&s), ["nrl::diagnose::rayjob_suspended"]);
+        s.rayjob =
+            Some(json!({"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}}));
+        assert!(codes(&s).is_empty());
+    }
+}
