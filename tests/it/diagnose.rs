@@ -88,9 +88,11 @@ fn unschedulable(p: &Value) -> bool {
     p.pointer("/status/conditions/0/reason") == Some(&json!("Unschedulable"))
 }
 
+/// `nrl diagnose RUN` with lines not wrapped (so assertions can look for whole phrases).
 fn diagnose(ctx: &TestContext, extra: &[&str]) -> (i32, String, String) {
     let out = ctx
         .nrl()
+        .env("COLUMNS", "2000")
         .args(["diagnose", RUN])
         .args(extra)
         .output()
@@ -132,8 +134,12 @@ fn pending_workers_name_the_missing_gpus_and_the_taint_with_what_the_nodes_have(
     launch(&fake, "rj", 2, unschedulable);
     let ctx = TestContext::with_fake(&fake);
     record(&ctx, "rj", Some("step 1/100\n"));
-    let (code, out, err) = diagnose(&ctx, &[]);
-    assert_eq!(code, 1, "{out}{err}");
+    let out = ctx.nrl().args(["diagnose", RUN]).output().unwrap();
+    let (code, out) = (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    );
+    assert_eq!(code, Some(1), "{out}");
     let _s = settings(&ctx).bind_to_scope();
     insta::assert_snapshot!("diagnose_pending_gpus_and_taint", out);
     let (_, json, _) = diagnose(&ctx, &["-o", "json"]);
@@ -157,7 +163,7 @@ fn the_newest_taint_form_is_named_from_the_nodes() {
     );
     launch(&fake, "rj", 1, unschedulable);
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let (code, out, _) = diagnose(&ctx, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(
@@ -198,7 +204,7 @@ fn image_pull_backoff_names_the_image_and_the_registry_message() {
     fake.set_pod_fate("ray.io/node-type=worker", PodFate::ImagePullBackOff);
     launch(&fake, "rj", 2, waiting("ImagePullBackOff"));
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let (code, out, _) = diagnose(&ctx, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("nrl::diagnose::image_pull"), "{out}");
@@ -234,7 +240,7 @@ fn crash_loops_show_the_last_lines_of_the_previous_container() {
     }
     fake.clear_request_log();
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let (code, out, _) = diagnose(&ctx, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("nrl::diagnose::crash_loop"), "{out}");
@@ -255,7 +261,7 @@ fn oom_kills_name_the_memory_limit() {
     fake.set_pod_fate("ray.io/node-type=worker", PodFate::OomKilled);
     launch(&fake, "rj", 1, waiting("CrashLoopBackOff"));
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let (code, out, _) = diagnose(&ctx, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(
@@ -274,7 +280,7 @@ fn evicted_pods_carry_the_kubelet_message() {
         p.pointer("/status/reason") == Some(&json!("Evicted"))
     });
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let (code, out, _) = diagnose(&ctx, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("nrl::diagnose::evicted"), "{out}");
@@ -296,11 +302,11 @@ fn a_rayjob_kuberay_refused_says_validation_failed_with_its_message() {
             "RayJob",
             "default",
             "rj",
-            "/status/jobDeploymentStatus",
+            "status.jobDeploymentStatus",
         ) == Some(json!("ValidationFailed"))
     }));
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let (code, out, _) = diagnose(&ctx, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(
@@ -341,7 +347,7 @@ fn a_healthy_run_exits_0_and_reads_the_kept_driver_log() {
             "RayJob",
             "default",
             "rj",
-            "/status/jobDeploymentStatus",
+            "status.jobDeploymentStatus",
         ) == Some(json!("Running"))
     }));
     let ctx = TestContext::with_fake(&fake);
@@ -397,7 +403,7 @@ fn the_script_built_in_returns_the_same_findings_as_data() {
     fake.set_pod_fate("ray.io/node-type=worker", PodFate::OomKilled);
     launch(&fake, "rj", 1, waiting("CrashLoopBackOff"));
     let ctx = TestContext::with_fake(&fake);
-    record(&ctx, "rj", None);
+    record(&ctx, "rj", Some(""));
     let script = ctx.home().join("why.rhai");
     std::fs::write(
         &script,

@@ -738,17 +738,20 @@ mod tests {
             json!({"metadata": {"name": "p0-gpu-x"}, "status": {}}),
         ]);
         let f = analyze(&s);
-        assert_eq!(
-            codes(&s),
-            [
-                "nrl::diagnose::dra_claim_unallocated",
-                "nrl::diagnose::dra_claim_unallocated"
-            ]
-        );
+        // One finding: the named claim, with the scheduler's words as evidence.
+        assert_eq!(codes(&s), ["nrl::diagnose::dra_claim_unallocated"]);
         assert!(
-            f[1].message
+            f[0].message
                 .contains("ResourceClaim p0-gpu-x is not allocated")
         );
+        assert!(
+            f[0].notes[1].contains("cannot allocate all claims"),
+            "{:?}",
+            f[0].notes
+        );
+        // Without the claims list, the scheduler's reason alone.
+        s.claims = None;
+        assert_eq!(codes(&s), ["nrl::diagnose::dra_claim_unallocated"]);
     }
 
     #[test]

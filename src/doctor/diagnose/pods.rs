@@ -132,8 +132,11 @@ pub(super) fn pending(snap: &Snapshot, pods: &[Json], out: &mut Groups) {
         if kai {
             explained |= kai_queue(snap, pod, pods, &evidence, out);
         }
+        // A named unallocated claim says more than the scheduler's `cannot allocate`.
+        let claimed = claims(snap, pod, &evidence, out);
+        explained |= claimed;
         if let Some(fit) = scheduling::parse(&message) {
-            explained |= fit_reasons(snap, pod, &fit, &evidence, out);
+            explained |= fit_reasons(snap, pod, &fit, &evidence, claimed, out);
         } else if !message.is_empty() && !kai {
             out.add(UNSCHEDULABLE, &message, pname, || {
                 (
@@ -145,7 +148,6 @@ pub(super) fn pending(snap: &Snapshot, pods: &[Json], out: &mut Groups) {
             });
             explained = true;
         }
-        explained |= claims(snap, pod, &evidence, out);
         if kai && !explained {
             let total = pods.iter().filter(|p| alive(p)).count();
             let waiting = pods.iter().filter(|p| unscheduled(p)).count();
@@ -172,6 +174,7 @@ fn fit_reasons(
     pod: &Json,
     fit: &FitError,
     evidence: &str,
+    claimed: bool,
     out: &mut Groups,
 ) -> bool {
     let pname = name(pod);
@@ -299,6 +302,7 @@ fn fit_reasons(
                     )
                 });
             }
+            ReasonKind::Claim if claimed => {}
             ReasonKind::Claim => {
                 out.add(DRA_CLAIM_UNALLOCATED, &r.text, pname, || {
                     (
