@@ -54,7 +54,7 @@ impl DiagnoseArgs {
 
 pub fn run(args: DiagnoseArgs) -> Result<Exit> {
     let output = args.output;
-    let diagnosis = if args.is_recipe() {
+    if args.is_recipe() {
         let recipe = RecipeArgs {
             recipe: PathBuf::from(&args.target),
             infra: args.infra.clone(),
@@ -86,8 +86,7 @@ pub fn run(args: DiagnoseArgs) -> Result<Exit> {
             let d = diagnose::diagnose_run(&k8s, &record).await?;
             Ok(print(&d, output))
         })
-    };
-    diagnosis
+    }
 }
 
 fn print(d: &Diagnosis, output: Output) -> Exit {

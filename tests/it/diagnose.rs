@@ -75,7 +75,19 @@ fn launch(fake: &FakeK8s, name: &str, workers: usize, settled: impl Fn(&Value) -
     fake.put(rayjob(name, workers as i64));
     let ok = fake.wait_until_blocking(Duration::from_secs(30), |f| {
         let pods = f.pods("default", "ray.io/node-type=worker");
-        pods.len() == workers && pods.iter().all(&settled)
+        // The head runs (its fate is not under test), and KubeRay has seen it ready.
+        let head_ready = f
+            .list("ray.io/v1", "RayCluster", Some("default"), "")
+            .iter()
+            .any(|rc| {
+                rc.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "HeadPodReady" && c["status"] == "True")
+                    })
+            });
+        head_ready && pods.len() == workers && pods.iter().all(&settled)
     });
     assert!(ok, "worker pods never settled");
 }
@@ -433,4 +445,54 @@ fn the_script_built_in_returns_the_same_findings_as_data() {
             "nrl::diagnose::oom_killed"
         ]
     );
+}
+
+/// Recipe mode looks up the RayJob the recipe renders (`${user:}-quickstart`) by name;
+/// `cfg.diagnose()` is the same call from a script.
+#[test]
+fn a_recipe_finds_its_rayjob_by_name_from_the_command_and_a_script() {
+    let fake = FakeK8s::start();
+    fake.set_pod_fate("ray.io/node-type=worker", PodFate::ImagePullBackOff);
+    launch(&fake, "alice-quickstart", 1, waiting("ImagePullBackOff"));
+    let ctx = TestContext::with_fake(&fake);
+    let args = [
+        "diagnose",
+        "examples/quickstart/recipe.yaml",
+        "--infra",
+        "examples/quickstart/infra.yaml",
+        "-o",
+        "json",
+    ];
+    let out = ctx.nrl().args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(
+        codes(&stdout),
+        [
+            "nrl::diagnose::raycluster_not_ready",
+            "nrl::diagnose::image_pull"
+        ]
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["subject"], "recipe examples/quickstart/recipe.yaml");
+    let script = ctx.home().join("why.rhai");
+    std::fs::write(
+        &script,
+        r#"let cfg = recipe("examples/quickstart/recipe.yaml", #{infra: "examples/quickstart/infra.yaml"});
+           for x in cfg.diagnose() { print(x.code); }"#,
+    )
+    .unwrap();
+    let out = ctx.nrl().arg("script").arg(&script).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "nrl::diagnose::raycluster_not_ready\nnrl::diagnose::image_pull\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Nothing of the recipe on the cluster: said so, exit 1.
+    let empty = FakeK8s::start();
+    let ctx = TestContext::with_fake(&empty);
+    let out = ctx.nrl().args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(codes(&stdout), ["nrl::diagnose::rayjob_not_found"]);
 }
