@@ -829,6 +829,32 @@ mod tests {
     }
 
     #[test]
+    fn events_are_matched_by_involved_object_and_show_their_count() {
+        let ev = |name: &str, reason: &str, at: &str, count: i64| {
+            json!({"involvedObject": {"kind": "Pod", "name": name}, "reason": reason,
+                "message": format!("{reason} at {at}"), "type": "Warning",
+                "lastTimestamp": at, "count": count})
+        };
+        let s = Snapshot {
+            events: vec![
+                ev("p0", "FailedScheduling", "2026-01-01T00:00:09Z", 12),
+                ev("p0", "FailedScheduling", "2026-01-01T00:00:01Z", 1),
+                ev("p1", "FailedScheduling", "2026-01-01T00:00:10Z", 3),
+                ev("p0", "Pulled", "2026-01-01T00:00:11Z", 1),
+            ],
+            ..Snapshot::default()
+        };
+        let got = s.events_of("Pod", "p0", Some(&["FailedScheduling"]));
+        assert_eq!(got.len(), 2);
+        // Oldest first, so the last is the newest.
+        assert_eq!(
+            got[1].note("Pod", "p0"),
+            "event FailedScheduling on pod p0 (x12): FailedScheduling at 2026-01-01T00:00:09Z"
+        );
+        assert_eq!(s.events_of("Pod", "p0", None).len(), 3);
+    }
+
+    #[test]
     fn rayjob_states_failed_and_suspended() {
         let mut s = Snapshot {
             namespace: "ns".into(),
