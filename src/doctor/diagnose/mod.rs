@@ -829,6 +829,35 @@ mod tests {
     }
 
     #[test]
+    fn each_worker_group_gets_its_own_finding_with_its_own_ask() {
+        let msg = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
+        let mut small = pending(
+            "s0",
+            json!({"containers": [{"resources": {"limits": {"nvidia.com/gpu": 2}}}]}),
+            msg,
+        );
+        small["metadata"]["labels"]["ray.io/group"] = json!("small");
+        let big = || pending("b", gpu8(), msg);
+        let mut s = snap(vec![big(), small, big()]);
+        s.nodes = Some(vec![scheduling::NodeView::of(
+            &json!({"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": "4"}}}),
+        )]);
+        let f = analyze(&s);
+        assert_eq!(f.len(), 2, "{f:#?}");
+        assert!(f[0].message.contains("a pod asks 8"), "{}", f[0].message);
+        assert!(
+            f[0].message
+                .contains("the most any node has allocatable is 4")
+        );
+        assert!(
+            f[0].notes[1].starts_with("0 of 1 nodes could hold such a pod"),
+            "{:?}",
+            f[0].notes
+        );
+        assert!(f[1].message.contains("a pod asks 2"), "{}", f[1].message);
+    }
+
+    #[test]
     fn events_are_matched_by_involved_object_and_show_their_count() {
         let ev = |name: &str, reason: &str, at: &str, count: i64| {
             json!({"involvedObject": {"kind": "Pod", "name": name}, "reason": reason,

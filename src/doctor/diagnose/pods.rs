@@ -186,6 +186,8 @@ fn fit_reasons(
     let mut any = false;
     for r in &fit.reasons {
         any = true;
+        // Per worker group: groups ask for different things.
+        let gkey = format!("{}/{}", group(pod), r.text);
         let count = r
             .nodes
             .map(|n| format!("{n} of {total} nodes"))
@@ -193,7 +195,7 @@ fn fit_reasons(
         match &r.kind {
             ReasonKind::Insufficient(res) => {
                 let ask = scheduling::pod_request(pod, res);
-                out.add(INSUFFICIENT_RESOURCES, &r.text, pname, || {
+                out.add(INSUFFICIENT_RESOURCES, &gkey, pname, || {
                     let ask_text = ask
                         .map(|a| scheduling::show_quantity(res, a))
                         .unwrap_or_else(|| "?".into());
@@ -241,7 +243,7 @@ fn fit_reasons(
                         .map(|(t, n)| format!("{t} ({n} nodes)"))
                         .collect(),
                 };
-                out.add(UNTOLERATED_TAINT, &r.text, pname, || {
+                out.add(UNTOLERATED_TAINT, &gkey, pname, || {
                     let names = if named.is_empty() {
                         "(the message names none and the nodes could not be read)".to_string()
                     } else {
@@ -265,7 +267,7 @@ fn fit_reasons(
             }
             ReasonKind::NodeAffinity => {
                 let unmatched = scheduling::unmatched_selector(pod, nodes);
-                out.add(NODE_SELECTOR_MISMATCH, &r.text, pname, || {
+                out.add(NODE_SELECTOR_MISMATCH, &gkey, pname, || {
                     let mut what = format!("pods Pending: {count} do not match the pods' node selector or affinity");
                     if !unmatched.is_empty() {
                         what.push_str(&format!("; no node has the label {}", unmatched.join(", ")));
@@ -294,7 +296,7 @@ fn fit_reasons(
                             .collect()
                     })
                     .unwrap_or_default();
-                out.add(UNBOUND_PVC, &r.text, pname, || {
+                out.add(UNBOUND_PVC, &gkey, pname, || {
                     (
                         format!("pods Pending: {} (claims: {})", r.text, if claims.is_empty() { "?".to_string() } else { claims.join(", ") }),
                         "check the claim: `kubectl describe pvc NAME` (its StorageClass, provisioner and events); it must be Bound, in a zone the nodes are in".to_string(),
@@ -304,7 +306,7 @@ fn fit_reasons(
             }
             ReasonKind::Claim if claimed => {}
             ReasonKind::Claim => {
-                out.add(DRA_CLAIM_UNALLOCATED, &r.text, pname, || {
+                out.add(DRA_CLAIM_UNALLOCATED, &gkey, pname, || {
                     (
                         format!("pods Pending: {count}: {}", r.text),
                         "check the ResourceClaims (`kubectl get resourceclaims`) and the DRA driver's pods; the claim's device class must match devices the nodes publish".to_string(),
@@ -313,7 +315,7 @@ fn fit_reasons(
                 });
             }
             ReasonKind::Cordoned | ReasonKind::Other => {
-                out.add(UNSCHEDULABLE, &r.text, pname, || {
+                out.add(UNSCHEDULABLE, &gkey, pname, || {
                     (
                         format!("pods Pending: {count}: {}", r.text),
                         "read the scheduler's reason; `kubectl describe pod` shows the same"
