@@ -164,7 +164,10 @@ pub fn respond(state: Arc<State>, ns: &str, pod_name: &str, q: &Query) -> ApiRes
         let tail = q.number("tailLines")?.map(|t| t.max(0) as usize);
         let skip = tail.map_or(0, |t| lines.len().saturating_sub(t));
         let timestamps = q.flag("timestamps");
-        let text: String = lines[skip..].iter().map(|l| render(l, timestamps)).collect();
+        let text: String = lines[skip..]
+            .iter()
+            .map(|l| render(l, timestamps))
+            .collect();
         let mut resp = Response::new(Body::from(text));
         resp.headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));

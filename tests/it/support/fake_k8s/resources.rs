@@ -266,7 +266,16 @@ pub static CRDS: ResourceType = rt!(
 
 /// Nodes (cluster-scoped), so diagnose can read allocatable resources and taints; tests
 /// create them with `put`.
-pub static NODES: ResourceType = rt!("", "v1", "Node", "nodes", "node", false, &["no"], &["status"]);
+pub static NODES: ResourceType = rt!(
+    "",
+    "v1",
+    "Node",
+    "nodes",
+    "node",
+    false,
+    &["no"],
+    &["status"]
+);
 /// DRA ResourceClaims (resource.k8s.io/v1).
 pub static RESOURCECLAIMS: ResourceType = rt!(
     "resource.k8s.io",
