@@ -86,7 +86,8 @@ pub(super) fn crashing(pods: &[Json]) -> Vec<(String, String)> {
     let mut seen: Vec<(String, String)> = Vec::new();
     let mut out = Vec::new();
     for p in pods.iter().filter(|p| alive(p)) {
-        for c in PodStatus::of(p).containers {
+        let status = PodStatus::of(p);
+        for c in status.all_containers() {
             let looping =
                 c.waiting.as_ref().and_then(|w| w.reason.as_deref()) == Some("CrashLoopBackOff");
             let oom =
