@@ -151,7 +151,8 @@ fn preflight(
     })
 }
 
-/// `nrl doctor --rules`: code, severity, phase, summary.
+/// `nrl doctor --rules`: code, severity, stage (offline, preflight, or diagnose: what
+/// `nrl diagnose` reports after launch), summary.
 pub fn rules_table() -> String {
     let mut out = String::new();
     let w = RULES.iter().map(|r| r.short().len()).max().unwrap_or(0);
@@ -160,7 +161,7 @@ pub fn rules_table() -> String {
             "{:<w$}  {:<7}  {:<9}  {}\n",
             r.short(),
             r.severity.as_str(),
-            if r.preflight { "preflight" } else { "offline" },
+            r.stage.as_str(),
             r.summary
         ));
     }

@@ -23,7 +23,10 @@ fn on_cluster(kind: RunKind) -> bool {
 }
 
 /// The run's record and, for runs on Kubernetes, a client for its cluster.
-async fn resolve(id: &str, lookup: &RunLookupArgs) -> Result<(RunRecord, Option<K8s>, RunStore)> {
+pub(super) async fn resolve(
+    id: &str,
+    lookup: &RunLookupArgs,
+) -> Result<(RunRecord, Option<K8s>, RunStore)> {
     let store = RunStore::from_env(&ProcessEnv)?;
     let local = match store.load(id) {
         Ok(r) => Some(r),

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod common;
 pub mod dashboard;
 pub mod dev;
+pub mod diagnose;
 pub mod doctor;
 pub mod gym;
 pub mod job;
@@ -43,6 +44,9 @@ pub enum Command {
     /// Check a recipe + infra pair against the launch playbook's rules, offline and
     /// against the cluster (read-only).
     Doctor(doctor::DoctorArgs),
+    /// What went wrong with a launched run: pods, events, nodes, RayJob/RayCluster
+    /// states and the driver log (read-only).
+    Diagnose(diagnose::DiagnoseArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
@@ -67,6 +71,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Status(args) => status::run(args),
         Command::Logs(args) => logs::run(args),
         Command::Doctor(a) => doctor::run(a),
+        Command::Diagnose(a) => diagnose::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Verify(args) => job_runs::run_verify(args),

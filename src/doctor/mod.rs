@@ -38,7 +38,7 @@ use crate::config::source::Span;
 
 pub use preflight::{preflight, preflight_manifests};
 pub use report::Report;
-pub use rules::{RULES, Rule, rule};
+pub use rules::{RULES, Rule, Stage, rule};
 
 /// How bad a finding is: errors stop `check`, `run` and `cluster up`; warnings are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -85,7 +85,7 @@ impl Report {
         self.summary_as("doctor")
     }
 
-    fn summary_as(&self, title: &str) -> String {
+    pub(crate) fn summary_as(&self, title: &str) -> String {
         let e = self.errors().count();
         let w = self.warnings().count();
         let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });

@@ -1,26 +1,57 @@
-//! The rule registry: every code `nrl doctor` can report, its severity and a one-line
-//! summary (shown by `nrl doctor --rules` and used to validate allow lists).
+//! The rule registry: every code `nrl doctor` and `nrl diagnose` can report, its stage,
+//! severity and a one-line summary (shown by `nrl doctor --rules` and used to validate
+//! allow lists).
 
 use super::Severity;
 
-/// One rule (or preflight check) and the code its findings carry.
+/// When a rule runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before launch, over the inputs alone (`check`, `doctor --offline`).
+    Offline,
+    /// Before launch, against the cluster (`doctor`).
+    Preflight,
+    /// After launch, over a run's objects, pods, events and log (`diagnose`).
+    Diagnose,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Offline => "offline",
+            Stage::Preflight => "preflight",
+            Stage::Diagnose => "diagnose",
+        }
+    }
+}
+
+/// One rule (or preflight check, or diagnosis) and the code its findings carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
     pub code: &'static str,
     pub severity: Severity,
-    /// Offline rules run in `check`; preflight checks need the cluster.
+    /// Offline rules run in `check`; preflight checks need the cluster; diagnoses look
+    /// at a launched run.
+    pub stage: Stage,
+    /// `stage == Preflight` (kept for scripts reading `doctor::rules()`).
     pub preflight: bool,
     pub summary: &'static str,
 }
 
 impl Rule {
-    /// The code without the `nrl::doctor::` prefix (what allow comments may use).
+    /// The code without the `nrl::doctor::` or `nrl::diagnose::` prefix (what allow
+    /// comments may use).
     pub fn short(&self) -> &'static str {
-        self.code.strip_prefix(PREFIX).unwrap_or(self.code)
+        self.code
+            .strip_prefix(PREFIX)
+            .or_else(|| self.code.strip_prefix(DIAGNOSE_PREFIX))
+            .unwrap_or(self.code)
     }
 }
 
 pub const PREFIX: &str = "nrl::doctor::";
+/// The prefix of `nrl diagnose`'s codes.
+pub const DIAGNOSE_PREFIX: &str = "nrl::diagnose::";
 
 pub const GPU_MISMATCH: &str = "nrl::doctor::gpu_mismatch";
 pub const NODE_COUNT_MISMATCH: &str = "nrl::doctor::node_count_mismatch";
@@ -42,10 +73,32 @@ pub const ACCESS_DENIED: &str = "nrl::doctor::access_denied";
 pub const KAI_QUEUE_MISSING: &str = "nrl::doctor::kai_queue_missing";
 pub const PREFLIGHT_UNCHECKED: &str = "nrl::doctor::preflight_unchecked";
 
+// `nrl diagnose` (after launch).
+pub const RAYJOB_NOT_FOUND: &str = "nrl::diagnose::rayjob_not_found";
+pub const RAYJOB_VALIDATION_FAILED: &str = "nrl::diagnose::rayjob_validation_failed";
+pub const RAYJOB_FAILED: &str = "nrl::diagnose::rayjob_failed";
+pub const RAYJOB_SUSPENDED: &str = "nrl::diagnose::rayjob_suspended";
+pub const RAYCLUSTER_NOT_READY: &str = "nrl::diagnose::raycluster_not_ready";
+pub const INSUFFICIENT_RESOURCES: &str = "nrl::diagnose::insufficient_resources";
+pub const UNTOLERATED_TAINT: &str = "nrl::diagnose::untolerated_taint";
+pub const NODE_SELECTOR_MISMATCH: &str = "nrl::diagnose::node_selector_mismatch";
+pub const UNBOUND_PVC: &str = "nrl::diagnose::unbound_pvc";
+pub const DRA_CLAIM_UNALLOCATED: &str = "nrl::diagnose::dra_claim_unallocated";
+pub const QUEUE_MISSING: &str = "nrl::diagnose::queue_missing";
+pub const QUEUE_OVER_QUOTA: &str = "nrl::diagnose::queue_over_quota";
+pub const GANG_WAITING: &str = "nrl::diagnose::gang_waiting";
+pub const UNSCHEDULABLE: &str = "nrl::diagnose::unschedulable";
+pub const IMAGE_PULL: &str = "nrl::diagnose::image_pull";
+pub const CRASH_LOOP: &str = "nrl::diagnose::crash_loop";
+pub const OOM_KILLED: &str = "nrl::diagnose::oom_killed";
+pub const EVICTED: &str = "nrl::diagnose::evicted";
+pub const CONTAINER_FAILED: &str = "nrl::diagnose::container_failed";
+
 const fn offline(code: &'static str, severity: Severity, summary: &'static str) -> Rule {
     Rule {
         code,
         severity,
+        stage: Stage::Offline,
         preflight: false,
         summary,
     }
@@ -55,14 +108,26 @@ const fn online(code: &'static str, severity: Severity, summary: &'static str) -
     Rule {
         code,
         severity,
+        stage: Stage::Preflight,
         preflight: true,
+        summary,
+    }
+}
+
+const fn diagnose(code: &'static str, severity: Severity, summary: &'static str) -> Rule {
+    Rule {
+        code,
+        severity,
+        stage: Stage::Diagnose,
+        preflight: false,
         summary,
     }
 }
 
 use Severity::{Error, Warning};
 
-/// Every code, offline rules first, in the order the report groups them.
+/// Every code, offline rules first, then preflight, then diagnose
+/// (`crate::doctor::diagnose::rules`), in the order the report groups them.
 pub const RULES: &[Rule] = &[
     offline(
         GPU_MISMATCH,
@@ -159,6 +224,136 @@ pub const RULES: &[Rule] = &[
         Warning,
         "a preflight check could not run (not allowed to read the object)",
     ),
+    diagnose(
+        RAYJOB_NOT_FOUND,
+        Error,
+        "the run's RayJob (or RayCluster) does not exist in its namespace",
+    ),
+    diagnose(
+        RAYJOB_VALIDATION_FAILED,
+        Error,
+        "KubeRay refused the RayJob (`ValidationFailed`, which it never leaves), with its message",
+    ),
+    diagnose(
+        RAYJOB_FAILED,
+        Error,
+        "the RayJob is `Failed` (its reason and message: AppFailed, SubmissionFailed, DeadlineExceeded…)",
+    ),
+    diagnose(
+        RAYJOB_SUSPENDED,
+        Warning,
+        "the RayJob is `Suspended` (waiting for `suspend: false`, e.g. Kueue admission)",
+    ),
+    diagnose(
+        RAYCLUSTER_NOT_READY,
+        Error,
+        "the RayCluster is not ready (pods missing, not running or not ready; HeadPodReady says why)",
+    ),
+    diagnose(
+        INSUFFICIENT_RESOURCES,
+        Error,
+        "pods Pending: `Insufficient nvidia.com/gpu|cpu|memory|…`, with what a pod asks and what the nodes have",
+    ),
+    diagnose(
+        UNTOLERATED_TAINT,
+        Error,
+        "pods Pending: nodes have taints the pods do not tolerate (named)",
+    ),
+    diagnose(
+        NODE_SELECTOR_MISMATCH,
+        Error,
+        "pods Pending: their node selector or affinity matches no node",
+    ),
+    diagnose(
+        UNBOUND_PVC,
+        Error,
+        "pods Pending: a PersistentVolumeClaim they mount is not bound",
+    ),
+    diagnose(
+        DRA_CLAIM_UNALLOCATED,
+        Error,
+        "pods Pending: a DRA ResourceClaim they use is not allocated",
+    ),
+    diagnose(
+        QUEUE_MISSING,
+        Error,
+        "pods Pending under kai-scheduler: their queue does not exist",
+    ),
+    diagnose(
+        QUEUE_OVER_QUOTA,
+        Error,
+        "pods Pending under kai-scheduler: the gang asks more GPUs than the queue's limit",
+    ),
+    diagnose(
+        GANG_WAITING,
+        Warning,
+        "pods Pending under a gang scheduler: the group waits until all its pods fit at once",
+    ),
+    diagnose(
+        UNSCHEDULABLE,
+        Error,
+        "pods Pending for another scheduling reason (the scheduler's words are shown)",
+    ),
+    diagnose(
+        IMAGE_PULL,
+        Error,
+        "ImagePullBackOff / ErrImagePull: the image and the registry's message",
+    ),
+    diagnose(
+        CRASH_LOOP,
+        Error,
+        "CrashLoopBackOff: the exit code and the last lines of the previous container's log",
+    ),
+    diagnose(
+        OOM_KILLED,
+        Error,
+        "a container was OOMKilled, with its memory limit",
+    ),
+    diagnose(
+        EVICTED,
+        Error,
+        "a pod was evicted by its node (the kubelet's message)",
+    ),
+    diagnose(
+        CONTAINER_FAILED,
+        Error,
+        "a container exited with a non-zero code (or could not be created)",
+    ),
+    diagnose(
+        super::diagnose::driver_log::PYTHON_TRACEBACK,
+        Error,
+        "the driver log's last Python traceback: the exception and the innermost frame of the user's code",
+    ),
+    diagnose(
+        super::diagnose::driver_log::CUDA_OOM,
+        Error,
+        "CUDA out of memory (with the allocation asked and the memory free when the message says)",
+    ),
+    diagnose(
+        super::diagnose::driver_log::NCCL_ERROR,
+        Error,
+        "an NCCL error (unhandled system error, internal error, remote error, NCCL WARN)",
+    ),
+    diagnose(
+        super::diagnose::driver_log::NCCL_TIMEOUT,
+        Error,
+        "a collective that outlived the NCCL watchdog's timeout",
+    ),
+    diagnose(
+        super::diagnose::driver_log::RAY_OOM_KILLED,
+        Error,
+        "Ray's memory monitor killed a task or actor because its node ran low on memory",
+    ),
+    diagnose(
+        super::diagnose::driver_log::ACTOR_DIED,
+        Error,
+        "a Ray actor died (ActorDiedError / RayActorError), with its class, pid and node",
+    ),
+    diagnose(
+        super::diagnose::driver_log::PROGRESS_STALLED,
+        Warning,
+        "a running job's log has not advanced for longer than the threshold since its last progress line",
+    ),
 ];
 
 /// The rule registered for a full or short code.
@@ -173,7 +368,12 @@ mod tests {
     #[test]
     fn codes_are_unique_prefixed_and_short_names_resolve() {
         for (i, r) in RULES.iter().enumerate() {
-            assert!(r.code.starts_with(PREFIX), "{}", r.code);
+            let prefix = match r.stage {
+                Stage::Diagnose => DIAGNOSE_PREFIX,
+                _ => PREFIX,
+            };
+            assert!(r.code.starts_with(prefix), "{}", r.code);
+            assert_eq!(r.preflight, r.stage == Stage::Preflight, "{}", r.code);
             assert!(
                 RULES[i + 1..].iter().all(|o| o.code != r.code),
                 "duplicate {}",

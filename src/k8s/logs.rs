@@ -26,6 +26,9 @@ pub struct LogOptions {
     pub follow: bool,
     /// Only the last N lines (first connection only).
     pub tail: Option<i64>,
+    /// The log of the previous (terminated) run of a restarted container
+    /// (`previous=true`; never followed).
+    pub previous: bool,
 }
 
 /// Lines already delivered at the newest timestamp, so a reconnect that replays that
@@ -94,6 +97,7 @@ impl K8s {
                 timestamps: true,
                 tail_lines: if first { opts.tail } else { None },
                 since_time: seen.last_ts,
+                previous: opts.previous,
                 ..LogParams::default()
             };
             let opened = self.call(action, || api.log_stream(pod, &lp)).await;

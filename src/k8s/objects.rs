@@ -193,6 +193,20 @@ impl K8s {
         list.items.into_iter().map(to_json).collect()
     }
 
+    /// List a cluster-scoped kind (Nodes, KAI Queues).
+    pub async fn list_cluster_scoped(&self, ar: &ApiResource) -> Result<Vec<Json>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), ar);
+        let lp = ListParams::default();
+        let action = Action {
+            verb: "list",
+            resource: &ar.plural,
+            name: None,
+            namespace: None,
+        };
+        let list = self.call(action, || api.list(&lp)).await?;
+        list.items.into_iter().map(to_json).collect()
+    }
+
     /// Delete with background propagation. Returns whether it existed.
     pub async fn delete(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<bool> {
         self.delete_with(ar, ns, name, Propagation::Background)

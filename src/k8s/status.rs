@@ -217,6 +217,8 @@ impl JobStatus {
 pub struct Terminated {
     pub exit_code: Option<i64>,
     pub reason: Option<String>,
+    /// What the runtime said (`message`), when anything.
+    pub message: Option<String>,
 }
 
 /// Why a container waits (`state.waiting`).
@@ -237,6 +239,11 @@ pub struct ContainerStatus {
     /// `state.running` is set.
     pub running: bool,
     pub terminated: Option<Terminated>,
+    /// `lastState.terminated`: how the previous run of a restarted container ended
+    /// (where an OOMKilled or crashing container's exit is while it backs off).
+    pub last_terminated: Option<Terminated>,
+    /// `image`, as the kubelet reports it.
+    pub image: Option<String>,
 }
 
 impl ContainerStatus {
@@ -255,6 +262,15 @@ fn container_statuses(status: Option<&Json>, key: &str) -> Vec<ContainerStatus> 
         .map(|c| {
             let state = c.get("state");
             let part = |name: &str| state.and_then(|s| s.get(name)).filter(|v| v.is_object());
+            let terminated = |t: &Json| Terminated {
+                exit_code: int(Some(t), "exitCode"),
+                reason: text(Some(t), "reason"),
+                message: text(Some(t), "message"),
+            };
+            let last = c
+                .get("lastState")
+                .and_then(|s| s.get("terminated"))
+                .filter(|v| v.is_object());
             let c = Some(c);
             ContainerStatus {
                 name: text(c, "name").unwrap_or_default(),
@@ -265,10 +281,9 @@ fn container_statuses(status: Option<&Json>, key: &str) -> Vec<ContainerStatus> 
                     message: text(Some(w), "message"),
                 }),
                 running: part("running").is_some(),
-                terminated: part("terminated").map(|t| Terminated {
-                    exit_code: int(Some(t), "exitCode"),
-                    reason: text(Some(t), "reason"),
-                }),
+                terminated: part("terminated").map(terminated),
+                last_terminated: last.map(terminated),
+                image: text(c, "image"),
             }
         })
         .collect()
@@ -621,7 +636,8 @@ mod tests {
             s.first_container_terminated(),
             Some(&Terminated {
                 exit_code: Some(137),
-                reason: Some("OOMKilled".into())
+                reason: Some("OOMKilled".into()),
+                message: None,
             })
         );
         assert_eq!(s.restarts(), 2);

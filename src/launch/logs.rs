@@ -116,6 +116,7 @@ pub async fn role_logs<W: Write + Send>(
         container: opts.container.clone(),
         follow: opts.follow,
         tail: opts.tail,
+        previous: false,
     };
     let mut write_err = None;
     k8s.stream_pod_logs(ns, &pod, &lo, |line| {

@@ -108,7 +108,12 @@ fn doctor_rules_lists_codes_without_a_recipe() {
         .assert()
         .success()
         .stdout(predicate::str::contains("gpu_mismatch"))
-        .stdout(predicate::str::contains("missing_object"));
+        .stdout(predicate::str::contains("missing_object"))
+        // `nrl diagnose`'s codes are in the same registry, in stage `diagnose`.
+        .stdout(
+            predicate::str::is_match(r"(?m)^crash_loop +error +diagnose +CrashLoopBackOff")
+                .unwrap(),
+        );
     nrl()
         .arg("doctor")
         .assert()

@@ -11,6 +11,7 @@ mod cli_doctor;
 mod cluster_cli;
 mod dev;
 mod devpod;
+mod diagnose;
 mod diagnostics;
 mod doctor_allow;
 mod doctor_preflight;

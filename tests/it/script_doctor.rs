@@ -180,11 +180,12 @@ fn rules_reports_group_and_stop_on_errors() {
 #[test]
 fn rules_lists_the_registered_rules() {
     let r = run(r#"let all = doctor::rules();
-           print(all.len() == all.filter(|r| r.code.starts_with("nrl::doctor::")).len());
+           print(all.filter(|r| r.stage != "diagnose").len() == all.filter(|r| r.code.starts_with("nrl::doctor::")).len());
+           print(all.filter(|r| r.stage == "diagnose").all(|r| r.code.starts_with("nrl::diagnose::")));
            let g = all.filter(|r| r.short == "gpu_mismatch")[0];
-           print(`${g.severity} ${g.preflight}`);"#);
+           print(`${g.severity} ${g.preflight} ${g.stage}`);"#);
     r.ok();
-    assert_eq!(r.stdout(), "true\nerror false\n");
+    assert_eq!(r.stdout(), "true\ntrue\nerror false offline\n");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::doctor::{Finding, Severity};
+use crate::doctor::Finding;
 use crate::launch::logscan::wandb_url;
 
 pub const PYTHON_TRACEBACK: &str = "nrl::diagnose::python_traceback";
@@ -25,45 +25,6 @@ pub const NCCL_TIMEOUT: &str = "nrl::diagnose::nccl_timeout";
 pub const RAY_OOM_KILLED: &str = "nrl::diagnose::ray_oom_killed";
 pub const ACTOR_DIED: &str = "nrl::diagnose::actor_died";
 pub const PROGRESS_STALLED: &str = "nrl::diagnose::progress_stalled";
-
-/// The codes of this module with their severity and summary (for the rule list).
-pub const CODES: &[(&str, Severity, &str)] = &[
-    (
-        PYTHON_TRACEBACK,
-        Severity::Error,
-        "the driver log's last Python traceback: the exception and the innermost frame of the user's code",
-    ),
-    (
-        CUDA_OOM,
-        Severity::Error,
-        "CUDA out of memory (with the allocation asked and the memory free when the message says)",
-    ),
-    (
-        NCCL_ERROR,
-        Severity::Error,
-        "an NCCL error (unhandled system error, internal error, remote error, NCCL WARN)",
-    ),
-    (
-        NCCL_TIMEOUT,
-        Severity::Error,
-        "a collective that outlived the NCCL watchdog's timeout",
-    ),
-    (
-        RAY_OOM_KILLED,
-        Severity::Error,
-        "Ray's memory monitor killed a task or actor because its node ran low on memory",
-    ),
-    (
-        ACTOR_DIED,
-        Severity::Error,
-        "a Ray actor died (ActorDiedError / RayActorError), with its class, pid and node",
-    ),
-    (
-        PROGRESS_STALLED,
-        Severity::Warning,
-        "a running job's log has not advanced for longer than the threshold since its last progress line",
-    ),
-];
 
 /// A pattern of this module (constant, so compiling it cannot fail at run time).
 fn pattern(re: &str) -> Regex {
@@ -218,10 +179,7 @@ pub fn analyze(log: &str, idle: Option<(Duration, Duration)>) -> LogFacts {
         && idle > threshold
     {
         facts.findings.push(
-            Finding::custom(
-                PROGRESS_STALLED,
-                Severity::Warning,
-                format!(
+            Finding::new(PROGRESS_STALLED, format!(
                     "the driver log has not advanced for {}; its last progress was `{}`",
                     minutes(idle),
                     p.text
@@ -349,11 +307,7 @@ fn traceback_finding(tb: &Traceback, lines: &[Line<'_>]) -> Finding {
     } else {
         format!("{}: {}", tb.exception, tb.message)
     };
-    let mut f = Finding::custom(
-        PYTHON_TRACEBACK,
-        Severity::Error,
-        format!("{who} raised {what}"),
-    );
+    let mut f = Finding::new(PYTHON_TRACEBACK, format!("{who} raised {what}"));
     if let Some(frame) = tb.user_frame() {
         f = f.note(format!("raised at {}", frame_text(frame)));
     }
@@ -401,7 +355,7 @@ fn cuda_oom(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding> {
         message.push_str(&format!(" (GPU {n}: {free} free of {total})"));
     }
     let count = explained.len();
-    let mut f = Finding::custom(CUDA_OOM, Severity::Error, message).note(evidence(hit));
+    let mut f = Finding::new(CUDA_OOM, message).note(evidence(hit));
     if count > 1 {
         f = f.note(format!("{count} out-of-memory lines in the log"));
     }
@@ -435,12 +389,12 @@ fn ray_oom(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding> {
             "Ray's memory monitor killed a worker on node {}: {} of {} in use ({} > threshold {})",
             &c[1], &c[2], &c[3], &c[4], &c[5]
         );
-        f = Finding::custom(RAY_OOM_KILLED, Severity::Error, message).note(evidence(hit));
+        f = Finding::new(RAY_OOM_KILLED, message).note(evidence(hit));
         if line.number != hit.number {
             f = f.note(evidence(line));
         }
     } else {
-        f = Finding::custom(RAY_OOM_KILLED, Severity::Error, message).note(evidence(hit));
+        f = Finding::new(RAY_OOM_KILLED, message).note(evidence(hit));
     }
     Some(f.fix(
         "give the Ray pods more memory (the worker group's memory request and limit), run fewer actors per node, or lower host-memory use (dataloader workers, CPU offload); RAY_memory_usage_threshold only moves the line",
@@ -462,9 +416,8 @@ fn nccl_timeout(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Findin
     );
     let timeout_s = c[3].parse::<u64>().unwrap_or(0) / 1000;
     let ranks = explained.len();
-    let mut f = Finding::custom(
+    let mut f = Finding::new(
         NCCL_TIMEOUT,
-        Severity::Error,
         format!(
             "an NCCL {} (sequence {}) waited past the watchdog's {timeout_s} s timeout",
             &c[2], &c[1]
@@ -505,7 +458,7 @@ fn nccl_error(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding>
         message.push_str(&format!(" (NCCL {v})"));
     }
     Some(
-        Finding::custom(NCCL_ERROR, Severity::Error, message)
+        Finding::new(NCCL_ERROR, message)
             .note(evidence(hit))
             .fix("run again with NCCL_DEBUG=INFO (infra env) to see the failing transport; check the pods' network (NCCL_SOCKET_IFNAME, InfiniBand/RDMA devices) and that /dev/shm is large enough"),
     )
@@ -554,7 +507,7 @@ fn actor_died(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding>
         message.push_str(&format!(": {d}"));
     }
     Some(
-        Finding::custom(ACTOR_DIED, Severity::Error, message)
+        Finding::new(ACTOR_DIED, message)
             .note(evidence(hit))
             .fix("read that actor's own log (`nrl logs --collect DIR` fetches every node's); an actor killed without a Python error was usually OOMKilled (see the pod findings) or crashed in native code"),
     )
@@ -688,11 +641,19 @@ mod tests {
     }
 
     #[test]
-    fn every_code_is_listed_once() {
-        let mut codes: Vec<&str> = CODES.iter().map(|c| c.0).collect();
-        codes.sort();
-        codes.dedup();
-        assert_eq!(codes.len(), CODES.len());
-        assert!(codes.iter().all(|c| c.starts_with("nrl::diagnose::")));
+    fn every_code_is_a_registered_diagnose_rule() {
+        use crate::doctor::{Stage, rule};
+        for code in [
+            PYTHON_TRACEBACK,
+            CUDA_OOM,
+            NCCL_ERROR,
+            NCCL_TIMEOUT,
+            RAY_OOM_KILLED,
+            ACTOR_DIED,
+            PROGRESS_STALLED,
+        ] {
+            let r = rule(code).unwrap_or_else(|| panic!("{code} is not in RULES"));
+            assert_eq!(r.stage, Stage::Diagnose, "{code}");
+        }
     }
 }

@@ -134,7 +134,7 @@ pub(super) async fn check(
 }
 
 /// The KAI Queue resource when KAI is installed (its group and queues are served).
-pub(super) async fn kai_queue_resource(
+pub(crate) async fn kai_queue_resource(
     k8s: &K8s,
     groups: &APIGroupList,
 ) -> Result<Option<ApiResource>> {

@@ -17,6 +17,7 @@
 mod apis;
 pub mod refs;
 
+pub(crate) use apis::kai_queue_resource as kai_queue_api;
 use futures::future::join_all;
 
 use super::Finding;

@@ -195,6 +195,7 @@ pub async fn stream_logs(
         container: Some(c),
         follow: req.follow,
         tail: req.tail,
+        previous: false,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
     let mut tasks = Vec::new();

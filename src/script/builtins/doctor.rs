@@ -19,7 +19,7 @@ use crate::config::schema::{CodeSource, StrEnum};
 use crate::config::source::Span;
 use crate::diag::Diag;
 use crate::doctor::allow::Allows;
-use crate::doctor::{self, Finding, RULES, Related, Report, Severity};
+use crate::doctor::{self, Finding, RULES, Related, Report, Severity, diagnose};
 use crate::script::errors::{RhaiResult, at, fail, usage};
 use crate::script::host::host;
 
@@ -127,8 +127,8 @@ pub mod doctor_module {
         )
     }
 
-    /// Every built-in rule: `[#{code, short, severity, preflight, summary}, …]` (what
-    /// `nrl doctor --rules` lists).
+    /// Every built-in rule: `[#{code, short, severity, preflight, stage, summary}, …]`
+    /// (what `nrl doctor --rules` lists; `stage` is `offline`, `preflight` or `diagnose`).
     pub fn rules() -> Array {
         RULES
             .iter()
@@ -138,6 +138,7 @@ pub mod doctor_module {
                 m.insert("short".into(), r.short().into());
                 m.insert("severity".into(), r.severity.as_str().into());
                 m.insert("preflight".into(), Dynamic::from_bool(r.preflight));
+                m.insert("stage".into(), r.stage.as_str().into());
                 m.insert("summary".into(), r.summary.into());
                 Dynamic::from_map(m)
             })
@@ -404,4 +405,65 @@ fn locate(cfg: &LoadedConfig, path: &str) -> (Option<Span>, Option<String>) {
         }
     }
     (None, Some(rest.to_string()))
+}
+
+/// `diagnose`: what went wrong with a launched run, as data — the same library call as
+/// `nrl diagnose` (`crate::doctor::diagnose`), read-only.
+#[export_module]
+pub mod diagnose_module {
+    use super::*;
+
+    /// Diagnose a run by its id (its record on this machine, else in the cluster's
+    /// namespace): an array of findings (`#{code, severity, message, fix, notes, …}`, as
+    /// `doctor::check` returns), empty when nothing is wrong.
+    #[rhai_fn(return_raw)]
+    pub fn run(ctx: NativeCallContext, id: &str) -> RhaiResult<Array> {
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Array> {
+                let h = host(&ctx)?;
+                let store =
+                    crate::launch::records::RunStore::from_env(&*h.opts.env).map_err(fail)?;
+                let k = h.k8s()?;
+                let d = h.block_on(async {
+                    let record = find_record(&store, &k, id).await?;
+                    diagnose::diagnose_run(&k, &record).await
+                })?;
+                Ok(d.report.findings.iter().map(finding_map).collect())
+            })(),
+        )
+    }
+
+    /// Diagnose what the recipe renders on the cluster (its RayJob and RayClusters, by
+    /// name): an array of findings, empty when nothing is wrong.
+    #[rhai_fn(global, name = "diagnose", return_raw)]
+    pub fn diagnose_config(ctx: NativeCallContext, cfg: Config) -> RhaiResult<Array> {
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Array> {
+                let h = host(&ctx)?;
+                let k = h.k8s()?;
+                let loaded = cfg.loaded();
+                let recipe = cfg.request().recipe.display().to_string();
+                let d = h.block_on(diagnose::diagnose_config(&k, loaded, &recipe))?;
+                Ok(d.report.findings.iter().map(finding_map).collect())
+            })(),
+        )
+    }
+}
+
+/// A run's record: this machine's, else the copy in the cluster's namespace.
+async fn find_record(
+    store: &crate::launch::records::RunStore,
+    k8s: &crate::k8s::K8s,
+    id: &str,
+) -> crate::diag::Result<crate::launch::records::RunRecord> {
+    match store.load(id) {
+        Ok(r) => Ok(r),
+        Err(e) if e.code == crate::launch::records::CODE_NOT_FOUND => {
+            crate::launch::records::cluster_copy::find_run(store, Some(k8s), &k8s.namespace, id)
+                .await
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -657,6 +657,7 @@ fn log_setup(h: &Host, options: &Map, follow: bool) -> RhaiResult<(K8s, String, 
         container: opt_str(options, "container"),
         follow,
         tail,
+        previous: false,
     };
     Ok((k, ns, opts))
 }

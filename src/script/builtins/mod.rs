@@ -123,6 +123,12 @@ pub const BUILTINS: &[Builtin] = &[
         build: || exported_module!(doctor::doctor_module),
     },
     Builtin {
+        name: "diagnose",
+        about: "what went wrong with a launched run (pods, events, nodes, RayJob state, driver log), as findings",
+        global: false,
+        build: || exported_module!(doctor::diagnose_module),
+    },
+    Builtin {
         name: "run",
         about: "runs here or on a Ray dashboard (nrl run --local / --ray-address) and their records",
         global: false,

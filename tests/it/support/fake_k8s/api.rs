@@ -187,6 +187,13 @@ impl FakeK8s {
         logs::append(&self.state, ns, pod, &container, &[line.to_string()]);
     }
 
+    /// Lines of the log of the previous (terminated) run of `container`, served for
+    /// `previous=true`.
+    pub fn append_previous_log(&self, ns: &str, pod: &str, container: &str, lines: &[&str]) {
+        let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        logs::append(&self.state, ns, pod, &logs::previous_key(container), &lines);
+    }
+
     // ---- scripting the simulations --------------------------------------------------------
 
     pub fn set_timings(&self, f: impl FnOnce(&mut Timings)) {

@@ -169,6 +169,14 @@ pub enum PodFate {
     ImagePullBackOff,
     /// Running, but the containers keep crashing (`CrashLoopBackOff`, restartCount grows).
     CrashLoopBackOff,
+    /// Stays Pending like `Unschedulable`, with this exact FitError text (no `0/1 nodes`
+    /// prefix added), e.g. `0/12 nodes are available: 4 Insufficient nvidia.com/gpu, …`.
+    FailedScheduling(String),
+    /// The containers are OOM-killed and restarted: `CrashLoopBackOff` with
+    /// `lastState.terminated` `{reason: OOMKilled, exitCode: 137}` (restarts; semantics §6).
+    OomKilled,
+    /// The kubelet evicted the pod: phase `Failed`, reason `Evicted`, this message.
+    Evicted(String),
 }
 
 /// Rules keyed by a name glob (first match wins), with a default.

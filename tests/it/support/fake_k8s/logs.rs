@@ -152,9 +152,26 @@ pub fn respond(state: Arc<State>, ns: &str, pod_name: &str, q: &Query) -> ApiRes
     let pod = state.get(&PODS, ns, pod_name)?;
     let container = resolve_container(&pod, q.get("container"))?;
     if q.flag("previous") {
-        return Err(ApiError::bad_request(format!(
-            "previous terminated container \"{container}\" in pod \"{pod_name}\" not found"
-        )));
+        // The previous run's log is kept under `<container>/previous`
+        // (`FakeK8s::append_previous_log`); without one the API answers 400 as a real one.
+        let key = previous_key(&container);
+        let lines: Vec<LogLine> = lock(&state.logs).lines(ns, pod_name, &key).to_vec();
+        if lines.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "previous terminated container \"{container}\" in pod \"{pod_name}\" not found"
+            )));
+        }
+        let tail = q.number("tailLines")?.map(|t| t.max(0) as usize);
+        let skip = tail.map_or(0, |t| lines.len().saturating_sub(t));
+        let timestamps = q.flag("timestamps");
+        let text: String = lines[skip..]
+            .iter()
+            .map(|l| render(l, timestamps))
+            .collect();
+        let mut resp = Response::new(Body::from(text));
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        return Ok(resp);
     }
     check_started(&pod, &container)?;
     let follow = q.flag("follow");
@@ -244,6 +261,11 @@ pub fn respond(state: Arc<State>, ns: &str, pod_name: &str, q: &Query) -> ApiRes
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     Ok(resp)
+}
+
+/// Where the previous run of `container`'s log is kept.
+pub fn previous_key(container: &str) -> String {
+    format!("{container}/previous")
 }
 
 /// Append lines to a container's log and wake followers.

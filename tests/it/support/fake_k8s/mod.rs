@@ -13,8 +13,8 @@
 //! # What it serves
 //! - Discovery: `/version`, `/api`, `/apis` (also aggregated discovery v2), `/api/v1`,
 //!   `/apis/{g}/{v}` for core v1 (pods, services, configmaps, secrets, serviceaccounts,
-//!   persistentvolumeclaims, namespaces, events), apps/v1 deployments, batch/v1 jobs,
-//!   ray.io/v1 rayclusters + rayjobs, resource.k8s.io/v1 resourceclaimtemplates,
+//!   persistentvolumeclaims, namespaces, events, nodes), apps/v1 deployments, batch/v1 jobs,
+//!   ray.io/v1 rayclusters + rayjobs, resource.k8s.io/v1 resourceclaimtemplates + resourceclaims,
 //!   resource.nvidia.com/v1beta1 computedomains, scheduling.run.ai/v2 queues (KAI,
 //!   cluster-scoped), authorization.k8s.io/v1
 //!   selfsubjectaccessreviews, apiextensions.k8s.io/v1 customresourcedefinitions (the Ray and
@@ -32,7 +32,8 @@
 //!   finalizers, graceful pod termination, owner-reference garbage collection.
 //! - Watches: chunked NDJSON, resourceVersion semantics, BOOKMARKs, 410 Gone past the history
 //!   window, `timeoutSeconds`, streaming lists (`sendInitialEvents`).
-//! - Pod logs (follow, tailLines, sinceSeconds, timestamps, limitBytes), exec (real local
+//! - Pod logs (follow, tailLines, sinceSeconds, timestamps, limitBytes; `previous=true` serves
+//!   what [`FakeK8s::append_previous_log`] wrote, else 400 as a real server), exec (real local
 //!   processes; stdin, stdout, stderr, status with exit code, tty + resize) and port-forward
 //!   (to local TCP ports set with [`FakeK8s::forward_port`]) websockets.
 //! - SelfSubjectAccessReview, allowed unless [`FakeK8s::deny`]; denied requests get 403.
@@ -54,7 +55,9 @@
 //! - Simulations: `set_timings`, `set_cluster_fate` ([`ClusterFate`]: Ready, StuckPending,
 //!   HeadCrashLoop, Unmanaged), `set_rayjob_script` ([`RayJobScript`]), `set_job_script`
 //!   ([`JobScript`]: exit code per attempt, run time, log lines), `set_pod_fate`
-//!   ([`PodFate`]), `use_ray_dashboard` (real Ray), `forward_port`, `forward_port_by_labels`.
+//!   ([`PodFate`]: Unschedulable, FailedScheduling with an exact FitError text,
+//!   ImagePullBackOff, CrashLoopBackOff, OomKilled, Evicted), `append_previous_log`,
+//!   `use_ray_dashboard` (real Ray), `forward_port`, `forward_port_by_labels`.
 //! - Faults and access: `inject` ([`FaultMatch`] + [`FaultAction`]), `fail_next`,
 //!   `clear_faults`, `deny`, `deny_as` (one user; impersonation), `allow_all`.
 //! - Observing: `request_log` ([`RequestRecord`]), `requests(pred)`, `clear_request_log`,

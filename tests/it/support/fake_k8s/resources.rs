@@ -264,6 +264,30 @@ pub static CRDS: ResourceType = rt!(
     &["status"]
 );
 
+/// Nodes (cluster-scoped), so diagnose can read allocatable resources and taints; tests
+/// create them with `put`.
+pub static NODES: ResourceType = rt!(
+    "",
+    "v1",
+    "Node",
+    "nodes",
+    "node",
+    false,
+    &["no"],
+    &["status"]
+);
+/// DRA ResourceClaims (resource.k8s.io/v1).
+pub static RESOURCECLAIMS: ResourceType = rt!(
+    "resource.k8s.io",
+    "v1",
+    "ResourceClaim",
+    "resourceclaims",
+    "resourceclaim",
+    true,
+    &[],
+    &["status"]
+);
+
 /// Every served type, in discovery order.
 pub static ALL: &[&ResourceType] = &[
     &PODS,
@@ -279,6 +303,8 @@ pub static ALL: &[&ResourceType] = &[
     &RAYCLUSTERS,
     &RAYJOBS,
     &RESOURCECLAIMTEMPLATES,
+    &RESOURCECLAIMS,
+    &NODES,
     &COMPUTEDOMAINS,
     &KAI_QUEUES,
     &SSAR,

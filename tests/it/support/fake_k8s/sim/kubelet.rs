@@ -213,8 +213,12 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
         return;
     }
     let fate = fate_of(state, &pod);
-    if let PodFate::Unschedulable(msg) = &fate {
-        let msg = format!("0/1 nodes are available: {msg}");
+    let raw = match &fate {
+        PodFate::Unschedulable(msg) => Some(format!("0/1 nodes are available: {msg}")),
+        PodFate::FailedScheduling(msg) => Some(msg.clone()),
+        _ => None,
+    };
+    if let Some(msg) = raw {
         let _ = state.mutate(&PODS, ns, name, "kube-scheduler", |o| {
             o["status"] = unschedulable_status(&msg)
         });
@@ -270,7 +274,17 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                 "kubelet",
             );
         }
-        PodFate::CrashLoopBackOff => {
+        PodFate::Evicted(msg) => {
+            // Eviction by the kubelet under node pressure: the pod fails with reason
+            // Evicted and the message (core/v1 PodStatus `reason`, `message`).
+            let mut status = status_for_phase(state, &pod, "Failed", 137);
+            status["reason"] = json!("Evicted");
+            status["message"] = json!(msg.clone());
+            let _ = state.mutate(&PODS, ns, name, MANAGER, |o| o["status"] = status);
+            emit_event(state, ctx, &pod, "Warning", "Evicted", &msg, "kubelet");
+        }
+        PodFate::CrashLoopBackOff | PodFate::OomKilled => {
+            let oom = fate == PodFate::OomKilled;
             let restarts = pod
                 .pointer("/status/containerStatuses/0/restartCount")
                 .and_then(Value::as_i64)
@@ -287,7 +301,13 @@ pub fn reconcile(state: &Arc<State>, ctx: &mut SimCtx, requeue: &Requeue, ns: &s
                         c["ready"] = json!(false);
                         c["started"] = json!(false);
                         c["restartCount"] = json!(restarts);
-                        c["lastState"] = terminated(1, &now_rfc3339());
+                        c["lastState"] = if oom {
+                            // semantics §6: OOMKilled, typically exit 137 (128+SIGKILL).
+                            json!({"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                "startedAt": now_rfc3339(), "finishedAt": now_rfc3339()}})
+                        } else {
+                            terminated(1, &now_rfc3339())
+                        };
                     }
                 }
             }
