@@ -71,6 +71,8 @@ pub struct RayJobStatus {
     /// `jobId`: the Ray submission id.
     pub job_id: Option<String>,
     pub message: Option<String>,
+    /// `reason`: why it failed (`AppFailed`, `SubmissionFailed`, `DeadlineExceeded`, …).
+    pub reason: Option<String>,
     /// `endTime` (RFC 3339).
     pub end_time: Option<String>,
 }
@@ -85,6 +87,7 @@ impl RayJobStatus {
             cluster: s("rayClusterName"),
             job_id: s("jobId"),
             message: s("message"),
+            reason: s("reason"),
             end_time: s("endTime"),
         }
     }
@@ -301,17 +304,33 @@ pub struct PodStatus {
     pub containers: Vec<ContainerStatus>,
     /// `initContainerStatuses`
     pub init_containers: Vec<ContainerStatus>,
+    /// `message`: the kubelet's words for `reason` (an eviction's cause).
+    pub message: Option<String>,
+    /// `resourceClaimStatuses[].resourceClaimName`: the DRA claims made for the pod.
+    pub resource_claims: Vec<String>,
 }
 
 impl PodStatus {
     pub fn of(obj: &Json) -> PodStatus {
         let status = obj.get("status");
+        let resource_claims = status
+            .and_then(|s| s.get("resourceClaimStatuses"))
+            .and_then(Json::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|c| c.get("resourceClaimName").and_then(Json::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
         PodStatus {
             phase: text(status, "phase"),
             reason: text(status, "reason"),
             conditions: conditions(status),
             containers: container_statuses(status, "containerStatuses"),
             init_containers: container_statuses(status, "initContainerStatuses"),
+            message: text(status, "message"),
+            resource_claims,
         }
     }
 
@@ -450,6 +469,22 @@ impl DeploymentStatus {
     }
 }
 
+/// A Node's `status.allocatable`: what the scheduler may place on it, by resource name.
+pub fn node_allocatable(obj: &Json) -> serde_json::Map<String, Json> {
+    obj.get("status")
+        .and_then(|s| s.get("allocatable"))
+        .and_then(Json::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether a DRA ResourceClaim has been allocated (`status.allocation` is set).
+pub fn claim_is_allocated(obj: &Json) -> bool {
+    obj.get("status")
+        .and_then(|s| s.get("allocation"))
+        .is_some_and(|a| !a.is_null())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,7 +521,7 @@ mod tests {
     fn rayjob_fields_and_missing_status() {
         let s = RayJobStatus::of(&json!({"status": {
             "jobDeploymentStatus": "Running", "jobStatus": "RUNNING", "rayClusterName": "rc",
-            "jobId": "", "message": "m", "endTime": "2026-01-01T00:00:00Z"}}));
+            "jobId": "", "message": "m", "reason": "AppFailed", "endTime": "2026-01-01T00:00:00Z"}}));
         assert_eq!(
             s,
             RayJobStatus {
@@ -495,6 +530,7 @@ mod tests {
                 cluster: Some("rc".into()),
                 job_id: None,
                 message: Some("m".into()),
+                reason: Some("AppFailed".into()),
                 end_time: Some("2026-01-01T00:00:00Z".into()),
             }
         );

@@ -496,3 +496,48 @@ fn a_recipe_finds_its_rayjob_by_name_from_the_command_and_a_script() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(codes(&stdout), ["nrl::diagnose::rayjob_not_found"]);
 }
+
+/// A running job whose kept driver log holds a CUDA OOM and a W&B URL: the finding, with
+/// the numbers from PyTorch's message, and the URL and last progress as notes.
+#[test]
+fn the_kept_driver_log_is_read_for_its_findings_and_facts() {
+    let fake = FakeK8s::start();
+    fake.set_rayjob_script(
+        "rj",
+        crate::support::fake_k8s::RayJobScript::succeeds().running_for(Duration::from_secs(600)),
+    );
+    fake.put(rayjob("rj", 1));
+    assert!(fake.wait_until_blocking(Duration::from_secs(30), |f| {
+        f.field("ray.io/v1", "RayJob", "default", "rj", "status.jobStatus")
+            == Some(json!("RUNNING"))
+    }));
+    let ctx = TestContext::with_fake(&fake);
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/diagnose/logs");
+    let log = ["grpo_traceback.log", "cuda_oom.log"]
+        .iter()
+        .map(|f| std::fs::read_to_string(fixtures.join(f)).expect("fixture"))
+        .collect::<String>();
+    record(&ctx, "rj", Some(&log));
+    let (code, out, err) = diagnose(&ctx, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("nrl::diagnose::cuda_oom"), "{out}");
+    assert!(
+        out.contains(
+            "CUDA ran out of memory allocating 3.91 GiB (GPU 0: 2.07 GiB free of 79.19 GiB)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("W&B run: https://wandb.ai/nvidia-rl/grpo-math/runs/3kq9x2mz"),
+        "{out}"
+    );
+    assert!(
+        out.contains("last progress: line 23: Processed prompts: 100%|██████████| 64/64"),
+        "{out}"
+    );
+    // The traceback that is the OOM's is not reported twice; the earlier, separate one is
+    // not the last traceback of the log.
+    let (_, json_out, _) = diagnose(&ctx, &["-o", "json"]);
+    assert_eq!(codes(&json_out), ["nrl::diagnose::cuda_oom"]);
+}

@@ -140,6 +140,9 @@ pub struct Snapshot {
     pub previous_logs: Vec<(String, String, std::result::Result<String, String>)>,
     /// The driver log, when one was reachable.
     pub driver_log: Option<String>,
+    /// How long the kept driver log of a still running job has not grown (its
+    /// modification time); `None` when the job is not running or the log is not a kept copy.
+    pub driver_log_idle: Option<Duration>,
 }
 
 impl Snapshot {
@@ -282,7 +285,10 @@ pub fn analyze(snap: &Snapshot) -> Vec<Finding> {
     }
     out.append(&mut pod_findings);
     if let Some(log) = &snap.driver_log {
-        out.extend(driver_log::findings(log));
+        let idle = snap
+            .driver_log_idle
+            .map(|idle| (idle, driver_log::DEFAULT_STALL));
+        out.extend(driver_log::analyze(log, idle).findings);
     }
     // Rule order (the registry's), stable within a code.
     let order = |f: &Finding| {
@@ -512,6 +518,17 @@ pub async fn diagnose(k8s: &K8s, target: &Target) -> Result<Diagnosis> {
     let (log, note) = driver_log_text(k8s, target, &snap).await;
     snap.driver_log = log;
     notes.push(note);
+    snap.driver_log_idle = kept_log_idle(target, &snap);
+    if let Some(text) = &snap.driver_log {
+        // What the log says besides its problems: where the run reports, how far it got.
+        let facts = driver_log::analyze(text, None);
+        if let Some(url) = facts.wandb_url {
+            notes.push(format!("W&B run: {url}"));
+        }
+        if let Some(p) = facts.last_progress {
+            notes.push(format!("last progress: line {}: {}", p.line, p.text));
+        }
+    }
     let findings = analyze(&snap);
     Ok(Diagnosis {
         subject: target.subject.clone(),
@@ -568,6 +585,21 @@ async fn previous_log(
     .await
     .map_err(|d| d.message.to_string())?;
     Ok(text)
+}
+
+/// How long the kept driver log of a running job has been still: `nrl` appends to that
+/// copy as it follows the job, so its modification time is when the log last grew.
+fn kept_log_idle(target: &Target, snap: &Snapshot) -> Option<Duration> {
+    let running = snap
+        .rayjob
+        .as_ref()
+        .and_then(|o| RayJobStatus::of(o).job)
+        .as_deref()
+        == Some("RUNNING");
+    let dir = target.record.as_ref()?.run_dir.clone()?;
+    let path = std::path::Path::new(&dir).join(crate::launch::records::context::DRIVER_LOG);
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    running.then(|| modified.elapsed().unwrap_or_default())
 }
 
 /// The driver log: the run directory's kept copy, else the dashboard of a cluster whose

@@ -336,15 +336,8 @@ fn claims(snap: &Snapshot, pod: &Json, evidence: &str, out: &mut Groups) -> bool
     let Some(all) = &snap.claims else {
         return false;
     };
-    let names: Vec<&str> = pod
-        .pointer("/status/resourceClaimStatuses")
-        .and_then(Json::as_array)
-        .map(|l| {
-            l.iter()
-                .filter_map(|c| c.get("resourceClaimName").and_then(Json::as_str))
-                .collect()
-        })
-        .unwrap_or_default();
+    let made = PodStatus::of(pod).resource_claims;
+    let names: Vec<&str> = made.iter().map(String::as_str).collect();
     let spec_names: Vec<&str> = pod
         .pointer("/spec/resourceClaims")
         .and_then(Json::as_array)
@@ -367,7 +360,7 @@ fn claims(snap: &Snapshot, pod: &Json, evidence: &str, out: &mut Groups) -> bool
         if !(names.contains(&cname) || spec_names.contains(&cname) || owned) {
             continue;
         }
-        if claim.pointer("/status/allocation").is_some() {
+        if crate::k8s::status::claim_is_allocated(claim) {
             continue;
         }
         any = true;
@@ -454,11 +447,7 @@ pub(super) fn failures(snap: &Snapshot, pods: &[Json], out: &mut Groups) {
         let status = PodStatus::of(pod);
         if status.phase.as_deref() == Some("Failed") && status.reason.as_deref() == Some("Evicted")
         {
-            let msg = pod
-                .pointer("/status/message")
-                .and_then(Json::as_str)
-                .unwrap_or("")
-                .to_string();
+            let msg = status.message.clone().unwrap_or_default();
             out.add(EVICTED, "evicted", pname, || {
                 (
                     format!("pods evicted by their node: {msg}"),

@@ -289,7 +289,7 @@ impl NodeView {
                 .unwrap_or("?")
                 .to_string(),
             labels: obj("/metadata/labels"),
-            allocatable: obj("/status/allocatable"),
+            allocatable: crate::k8s::status::node_allocatable(node),
             taints,
             cordoned: node.pointer("/spec/unschedulable").and_then(Json::as_bool) == Some(true),
         }

@@ -39,10 +39,7 @@ pub(super) fn rayjob(snap: &Snapshot, out: &mut Vec<Finding>) {
         return;
     };
     let s = RayJobStatus::of(rj);
-    let reason = rj
-        .pointer("/status/reason")
-        .and_then(Json::as_str)
-        .filter(|r| !r.is_empty());
+    let reason = s.reason.as_deref();
     let message = s.message.clone().unwrap_or_default();
     let events = object_events(snap, "RayJob", name);
     let finding = match s.deployment.as_deref() {
