@@ -5,7 +5,7 @@
 //! progress line).
 //!
 //! The log is what Ray's job driver prints: the driver's own lines and every actor's,
-//! prefixed `(ClassName pid=123, ip=10.0.0.5) ` and often coloured. Lines are read with
+//! prefixed `(ClassName pid=123, ip=127.0.0.5) ` and often coloured. Lines are read with
 //! that prefix (and ANSI colour) removed, grouped by it, so two actors' tracebacks that
 //! interleave are each read whole. Evidence is given as `line N: text` with the line
 //! number of the log as fetched.
@@ -32,7 +32,7 @@ fn pattern(re: &str) -> Regex {
 }
 
 static ANSI: LazyLock<Regex> = LazyLock::new(|| pattern(r"\x1b\[[0-9;]*[A-Za-z]"));
-/// Ray's prefix of an actor's or task's line: `(ClassName pid=123, ip=10.0.0.5) `.
+/// Ray's prefix of an actor's or task's line: `(ClassName pid=123, ip=127.0.0.5) `.
 static RAY_PREFIX: LazyLock<Regex> =
     LazyLock::new(|| pattern(r"^\(([A-Za-z_][\w.:<>-]*\s+)?pid=\d+(, ip=[^)]*)?\)\s?"));
 static STDLIB: LazyLock<Regex> = LazyLock::new(|| pattern(r"/lib/python3\.\d+/"));
