@@ -108,10 +108,19 @@ impl Watchdog {
 /// Run a script file on its own thread (a large stack for deep call chains), so built-ins
 /// can block on the async runtime; returns when the script ends.
 pub fn run_on_thread(host: Arc<Host>, path: PathBuf, args: Vec<String>) -> Result<Outcome> {
+    on_engine_thread("nrl-script", move || run_file(&host, &path, &args))
+}
+
+/// Run `work` on a thread with the stack the engine's deep call chains need (scripts and
+/// `nrl script test` alike); a panic becomes an error naming it a bug.
+pub(crate) fn on_engine_thread<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     let thread = std::thread::Builder::new()
-        .name("nrl-script".into())
+        .name(name.into())
         .stack_size(16 << 20)
-        .spawn(move || run_file(&host, &path, &args))
+        .spawn(work)
         .map_err(|e| {
             Diag::new(
                 "nrl::script::thread",

@@ -370,24 +370,10 @@ pub fn run_on_thread(
     base: HostOptions,
     each: impl FnMut(&TestResult) + Send + 'static,
 ) -> Result<Summary> {
-    let thread = std::thread::Builder::new()
-        .name("nrl-script-test".into())
-        .stack_size(16 << 20)
-        .spawn(move || {
-            let found = discover(&paths)?;
-            let files = load(&found, &base)?;
-            run(&files, &base, each)
-        })
-        .map_err(|e| {
-            Diag::new(
-                "nrl::script::thread",
-                format!("cannot start the test thread: {e}"),
-            )
-        })?;
-    thread.join().unwrap_or_else(|_| {
-        Err(Diag::new("nrl::script::panic", "the script engine crashed")
-            .with_exit(Exit::Failed)
-            .help("this is a bug in nrl; please report it with the test file"))
+    super::run::on_engine_thread("nrl-script-test", move || {
+        let found = discover(&paths)?;
+        let files = load(&found, &base)?;
+        run(&files, &base, each)
     })
 }
 

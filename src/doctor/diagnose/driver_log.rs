@@ -324,20 +324,24 @@ fn traceback_finding(tb: &Traceback, lines: &[Line<'_>]) -> Finding {
     ))
 }
 
-/// The first line matching `re`.
-fn first_match<'l, 'a>(lines: &'l [Line<'a>], re: &Regex) -> Option<&'l Line<'a>> {
-    lines.iter().find(|l| re.is_match(&l.text))
-}
-
-fn cuda_oom(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding> {
-    let re = pattern(r"CUDA out of memory|CUDA error: out of memory|cudaErrorMemoryAllocation");
-    let hit = first_match(lines, &re)?;
+/// The first line matching `re`; the numbers of every matching line go to `explained`.
+fn first_match<'l, 'a>(
+    lines: &'l [Line<'a>],
+    re: &Regex,
+    explained: &mut Vec<usize>,
+) -> Option<&'l Line<'a>> {
     explained.extend(
         lines
             .iter()
             .filter(|l| re.is_match(&l.text))
             .map(|l| l.number),
     );
+    lines.iter().find(|l| re.is_match(&l.text))
+}
+
+fn cuda_oom(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding> {
+    let re = pattern(r"CUDA out of memory|CUDA error: out of memory|cudaErrorMemoryAllocation");
+    let hit = first_match(lines, &re, explained)?;
     let text = hit.text.as_ref();
     let asked = pattern(r"Tried to allocate ([\d.]+ [KMGT]iB)")
         .captures(text)
@@ -368,13 +372,7 @@ fn ray_oom(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding> {
     let re = pattern(
         r"killed due to the node running low on memory|killed due to memory pressure \(OOM\)|ray\.exceptions\.OutOfMemoryError",
     );
-    let hit = first_match(lines, &re)?;
-    explained.extend(
-        lines
-            .iter()
-            .filter(|l| re.is_match(&l.text))
-            .map(|l| l.number),
-    );
+    let hit = first_match(lines, &re, explained)?;
     let usage_re = pattern(
         r"Memory on the node \(IP: ([^,]+), ID: [^)]+\).*? was ([\d.]+[KMGT]?B) / ([\d.]+[KMGT]?B) \(([\d.]+)\), which exceeds the memory usage threshold of (\d+(?:\.\d+)?)",
     );
@@ -405,15 +403,8 @@ fn nccl_timeout(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Findin
     let re = pattern(
         r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)[^)]*Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds",
     );
-    let (hit, c) = lines
-        .iter()
-        .find_map(|l| re.captures(&l.text).map(|c| (l, c)))?;
-    explained.extend(
-        lines
-            .iter()
-            .filter(|l| re.is_match(&l.text))
-            .map(|l| l.number),
-    );
+    let hit = first_match(lines, &re, explained)?;
+    let c = re.captures(&hit.text)?;
     let timeout_s = c[3].parse::<u64>().unwrap_or(0) / 1000;
     let ranks = explained.len();
     let mut f = Finding::new(
@@ -436,13 +427,7 @@ fn nccl_error(lines: &[Line<'_>], explained: &mut Vec<usize>) -> Option<Finding>
     let re = pattern(
         r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError|ncclInvalidUsage|NCCL WARN",
     );
-    let hit = first_match(lines, &re)?;
-    explained.extend(
-        lines
-            .iter()
-            .filter(|l| re.is_match(&l.text))
-            .map(|l| l.number),
-    );
+    let hit = first_match(lines, &re, explained)?;
     let text = hit.text.as_ref();
     let what = pattern(r"NCCL error in: [^,]+, ([^(\n]+)")
         .captures(text)

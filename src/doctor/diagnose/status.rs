@@ -119,7 +119,7 @@ pub(super) fn cluster(snap: &Snapshot, c: &super::ClusterData, out: &mut Vec<Fin
     let status = RayClusterStatus::of(rc);
     let desired = status
         .desired_workers
-        .unwrap_or_else(|| desired_from_spec(rc));
+        .unwrap_or_else(|| crate::k8s::wait::desired_workers(rc));
     let alive: Vec<&Json> = c
         .pods
         .iter()
@@ -186,34 +186,6 @@ pub(super) fn cluster(snap: &Snapshot, c: &super::ClusterData, out: &mut Vec<Fin
         f = f.note(e);
     }
     out.push(f);
-}
-
-/// `desiredWorkerReplicas` as KubeRay computes it (§2.4), for a cluster without status.
-fn desired_from_spec(rc: &Json) -> i64 {
-    let Some(groups) = rc
-        .pointer("/spec/workerGroupSpecs")
-        .and_then(Json::as_array)
-    else {
-        return 0;
-    };
-    groups
-        .iter()
-        .map(|g| {
-            if g.get("suspend").and_then(Json::as_bool) == Some(true) {
-                return 0;
-            }
-            let n = |k: &str| g.get(k).and_then(Json::as_i64);
-            let replicas = n("replicas").unwrap_or(0);
-            let min = n("minReplicas").unwrap_or(0);
-            let max = n("maxReplicas").unwrap_or(i64::MAX);
-            let clamped = if min > max {
-                max
-            } else {
-                replicas.clamp(min, max)
-            };
-            clamped * n("numOfHosts").unwrap_or(1)
-        })
-        .sum()
 }
 
 impl Evidence {
