@@ -293,11 +293,8 @@ fn down(args: DownArgs) -> Result<Exit> {
 async fn list(args: ListArgs) -> Result<Exit> {
     let k8s = args.kube.connect(None).await?;
     let rows = list_clusters(&k8s, &k8s.namespace).await?;
-    if args.output == Output::Json {
-        crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
+    if let Some(text) = args.output.data(&rows) {
+        crate::outln!("{text}");
         return Ok(Exit::Ok);
     }
     if rows.is_empty() {

@@ -199,6 +199,24 @@ where
 pub enum Output {
     Table,
     Json,
+    Yaml,
+}
+
+impl Output {
+    /// `value` as JSON or YAML (same field names); `None` for the table, which each
+    /// command prints its own way.
+    pub fn data<T: serde::Serialize>(self, value: &T) -> Option<String> {
+        let json = serde_json::to_value(value).unwrap_or_default();
+        match self {
+            Output::Table => None,
+            Output::Json => Some(serde_json::to_string_pretty(&json).unwrap_or_default()),
+            Output::Yaml => Some(
+                crate::render::emit::to_yaml(&crate::config::node::Node::from_json(&json))
+                    .trim_end()
+                    .to_string(),
+            ),
+        }
+    }
 }
 
 /// A borderless table, columns two spaces apart, cells escaped; wrapped to the terminal

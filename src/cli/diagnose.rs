@@ -41,7 +41,7 @@ pub struct DiagnoseArgs {
     pub overrides: Vec<String>,
     #[command(flatten)]
     pub kube: KubeArgs,
-    /// Output format: the report (`table`) or JSON.
+    /// Output format: the report (`table`), JSON or YAML.
     #[arg(short, long, value_enum, default_value = "table")]
     pub output: Output,
 }
@@ -90,12 +90,9 @@ pub fn run(args: DiagnoseArgs) -> Result<Exit> {
 }
 
 fn print(d: &Diagnosis, output: Output) -> Exit {
-    match output {
-        Output::Json => crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&d.to_json()).unwrap_or_default()
-        ),
-        Output::Table => {
+    match output.data(&d.to_json()) {
+        Some(text) => crate::outln!("{text}"),
+        None => {
             let (color, width) = super::doctor::style(false);
             crate::outln!("diagnose: {} in namespace `{}`", d.subject, d.namespace);
             crate::out!("{}", d.render(color, width));

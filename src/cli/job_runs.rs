@@ -6,61 +6,21 @@ use std::io::Write;
 use clap::Args;
 
 use super::common::KubeArgs as RunLookupArgs;
-use crate::config::env::ProcessEnv;
 use crate::diag::{Diag, Exit, Result};
-use crate::k8s::{ConnectOptions, K8s};
+use crate::k8s::K8s;
 use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
 use crate::launch::output::{Console, Output};
-use crate::launch::records::cluster_copy::{find_run, update_on_cluster};
-use crate::launch::records::{CODE_NOT_FOUND, RunKind, RunRecord, RunStatus, RunStore};
+use crate::launch::records::cluster_copy::update_on_cluster;
+use crate::launch::records::lookup::resolve_run;
+use crate::launch::records::{RunRecord, RunStatus, RunStore};
 use crate::launch::verify::verify;
-
-fn on_cluster(kind: RunKind) -> bool {
-    matches!(
-        kind,
-        RunKind::Rayjob | RunKind::RayclusterPortforward | RunKind::RayclusterExec
-    )
-}
 
 /// The run's record and, for runs on Kubernetes, a client for its cluster.
 pub(super) async fn resolve(
     id: &str,
     lookup: &RunLookupArgs,
 ) -> Result<(RunRecord, Option<K8s>, RunStore)> {
-    let store = RunStore::from_env(&ProcessEnv)?;
-    let local = match store.load(id) {
-        Ok(r) => Some(r),
-        Err(e) if e.code == CODE_NOT_FOUND => None,
-        Err(e) => return Err(e),
-    };
-    if let Some(record) = &local
-        && !on_cluster(record.kind)
-    {
-        return Ok((record.clone(), None, store));
-    }
-    let context = lookup
-        .context
-        .clone()
-        .or_else(|| local.as_ref().and_then(|r| r.context.clone()));
-    let namespace = lookup
-        .namespace
-        .clone()
-        .or_else(|| local.as_ref().and_then(|r| r.namespace.clone()));
-    let k8s = K8s::connect(&ConnectOptions {
-        context,
-        namespace,
-        kubeconfig: lookup.kubeconfig.clone(),
-        request_timeout: Some(lookup.request_timeout),
-        watch_timeout: Some(lookup.watch_timeout),
-        body_limits: None,
-    })
-    .await?;
-    let ns = k8s.namespace.clone();
-    let record = match local {
-        Some(r) => r,
-        None => find_run(&store, Some(&k8s), &ns, id).await?,
-    };
-    Ok((record, Some(k8s), store))
+    resolve_run(id, &lookup.connect_options()).await
 }
 
 /// `nrl job logs RUN_ID [-f]`

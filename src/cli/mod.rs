@@ -19,6 +19,7 @@ pub mod logs;
 pub mod repl;
 pub mod run;
 pub mod run_k8s;
+pub mod runs;
 pub mod script;
 pub mod status;
 pub mod value_parsers;
@@ -51,6 +52,8 @@ pub enum Command {
     Job(job::JobArgs),
     /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
     Run(run::RunArgs),
+    /// Every recorded run, newest first: where, status (refreshed), age, W&B URL.
+    Runs(runs::RunsArgs),
     /// Run the launch checklist for a run (objects, job status, W&B, generation, teardown).
     Verify(job_runs::VerifyArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
@@ -74,6 +77,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Diagnose(a) => diagnose::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
+        Command::Runs(args) => runs::run(args),
         Command::Verify(args) => job_runs::run_verify(args),
         Command::Dev(args) => dev::run(args),
         Command::Script(args) => script::run(args),

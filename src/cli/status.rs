@@ -32,12 +32,9 @@ pub fn run(args: StatusArgs) -> Result<Exit> {
         }
         let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
         let rows = status(&k8s, &cfg).await?;
-        match args.output {
-            Output::Json => crate::outln!(
-                "{}",
-                serde_json::to_string_pretty(&rows).unwrap_or_default()
-            ),
-            Output::Table => crate::outln!("{}", table(&rows)),
+        match args.output.data(&rows) {
+            Some(text) => crate::outln!("{text}"),
+            None => crate::outln!("{}", table(&rows)),
         }
         Ok(Exit::Ok)
     })

@@ -35,6 +35,7 @@ mod run_catalog;
 mod run_k8s;
 mod run_k8s_longlived;
 mod run_local;
+mod runs;
 mod script_args;
 mod script_cli;
 mod script_cluster;

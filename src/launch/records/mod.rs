@@ -10,6 +10,8 @@
 pub mod cluster_copy;
 pub mod context;
 pub mod k8s;
+pub mod listing;
+pub mod lookup;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,14 @@ impl RunKind {
             RunKind::Gym => "gym",
             RunKind::Unknown => "unknown",
         }
+    }
+
+    /// Runs whose objects live on Kubernetes (a RayJob, or a job on a RayCluster).
+    pub fn is_on_kubernetes(self) -> bool {
+        matches!(
+            self,
+            RunKind::Rayjob | RunKind::RayclusterPortforward | RunKind::RayclusterExec
+        )
     }
 }
 

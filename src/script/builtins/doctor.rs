@@ -426,7 +426,13 @@ pub mod diagnose_module {
                     crate::launch::records::RunStore::from_env(&*h.opts.env).map_err(fail)?;
                 let k = h.k8s()?;
                 let d = h.block_on(async {
-                    let record = find_record(&store, &k, id).await?;
+                    let record = crate::launch::records::cluster_copy::find_run(
+                        &store,
+                        Some(&k),
+                        &k.namespace,
+                        id,
+                    )
+                    .await?;
                     diagnose::diagnose_run(&k, &record).await
                 })?;
                 Ok(d.report.findings.iter().map(finding_map).collect())
@@ -449,21 +455,5 @@ pub mod diagnose_module {
                 Ok(d.report.findings.iter().map(finding_map).collect())
             })(),
         )
-    }
-}
-
-/// A run's record: this machine's, else the copy in the cluster's namespace.
-async fn find_record(
-    store: &crate::launch::records::RunStore,
-    k8s: &crate::k8s::K8s,
-    id: &str,
-) -> crate::diag::Result<crate::launch::records::RunRecord> {
-    match store.load(id) {
-        Ok(r) => Ok(r),
-        Err(e) if e.code == crate::launch::records::CODE_NOT_FOUND => {
-            crate::launch::records::cluster_copy::find_run(store, Some(k8s), &k8s.namespace, id)
-                .await
-        }
-        Err(e) => Err(e),
     }
 }
