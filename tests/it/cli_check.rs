@@ -557,7 +557,7 @@ fn the_readme_quick_start_commands_run_without_a_cluster() {
             assert_eq!(text, "make test", "a quick-start line this test cannot run");
         }
     }
-    assert_eq!(commands.len(), 4, "{commands:?}");
+    assert_eq!(commands.len(), 5, "{commands:?}");
     let ctx = TestContext::new();
     for args in &commands {
         let out = ctx
