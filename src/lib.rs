@@ -10,6 +10,7 @@ pub mod config;
 pub mod dev;
 pub mod diag;
 pub mod doctor;
+pub mod durations;
 pub mod gym;
 pub mod k8s;
 pub mod launch;

@@ -78,7 +78,7 @@ fn cluster_objects(fake: &FakeK8s) {
         "data": {"record.json": other.to_string()}}));
 }
 
-fn stdout(ctx: &TestContext, args: &[&str]) -> String {
+fn stdout_of(ctx: &TestContext, args: &[&str]) -> String {
     let out = ctx.nrl().arg("runs").args(args).output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -100,7 +100,7 @@ fn runs_refresh_each_running_run_where_it_runs() {
         .filter(AGE, "[AGE]  ");
     seed(&ctx, &ray);
     fake.clear_request_log();
-    let yaml = stdout(&ctx, &["-o", "yaml"]);
+    let yaml = stdout_of(&ctx, &["-o", "yaml"]);
     let _s = ctx.snapshot_settings().bind_to_scope();
     insta::assert_snapshot!("runs_refreshed_yaml", yaml);
 
@@ -113,7 +113,7 @@ fn runs_refresh_each_running_run_where_it_runs() {
         .collect();
     assert_eq!(calls, ["list rayjobs", "list rayclusters"]);
 
-    let table = stdout(&ctx, &["--recipe", "grpo"]);
+    let table = stdout_of(&ctx, &["--recipe", "grpo"]);
     insta::assert_snapshot!("runs_grpo_table", table);
 }
 
@@ -125,7 +125,7 @@ fn runs_show_the_cluster_copies_with_a_namespace_and_filter() {
     let ctx = TestContext::with_fake(&fake);
     seed(&ctx, &ray);
     let ids = |args: &[&str]| -> Vec<String> {
-        let v: Value = serde_json::from_str(&stdout(&ctx, args)).unwrap();
+        let v: Value = serde_json::from_str(&stdout_of(&ctx, args)).unwrap();
         v.as_array()
             .unwrap()
             .iter()
@@ -168,4 +168,59 @@ fn runs_show_the_cluster_copies_with_a_namespace_and_filter() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `run::list` is `nrl runs` from a playbook: the same rows (the same library call), the
+/// same filters, and no refresh in plan mode (which touches nothing).
+#[test]
+fn run_list_in_a_script_is_nrl_runs() {
+    let fake = FakeK8s::start();
+    cluster_objects(&fake);
+    let ray = StubRay::start();
+    let ctx = TestContext::with_fake(&fake);
+    seed(&ctx, &ray);
+    let script = ctx.home().join("runs.rhai");
+    std::fs::write(
+        &script,
+        r#"print(dump_json(run::list(#{status: ["failed", "lost"], cluster: true})));
+           print(dump_json(run::list(#{since: "1d"})));"#,
+    )
+    .unwrap();
+    let out = ctx.nrl().arg("script").arg(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = stdout.lines();
+    let from_script: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let from_command: Value = serde_json::from_str(&stdout_of(
+        &ctx,
+        &[
+            "-o", "json", "-n", "default", "--status", "failed", "--status", "lost",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(from_script, from_command);
+    assert_eq!(from_script.as_array().map(Vec::len), Some(5));
+    assert_eq!(lines.next(), Some("[]"));
+
+    // Plan mode shows the records as they are (`nrl runs --no-refresh`: the four that say
+    // running; the local run whose nrl is gone is lost without asking anyone).
+    std::fs::write(
+        ctx.home().join("plan.rhai"),
+        r#"print(run::list(#{status: "running"}).len());
+           run::list(#{status: "gone"});"#,
+    )
+    .unwrap();
+    let out = ctx
+        .nrl()
+        .args(["script", "--dry-run"])
+        .arg(ctx.home().join("plan.rhai"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "4\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`gone` is not a run status"), "{stderr}");
 }

@@ -106,6 +106,20 @@ impl RunStatus {
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Stopped | RunStatus::Lost
         )
     }
+
+    /// The statuses a user may ask for, by name (`running`, `failed`, …).
+    pub const KNOWN: [RunStatus; 5] = [
+        RunStatus::Running,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Stopped,
+        RunStatus::Lost,
+    ];
+
+    /// One of [`RunStatus::KNOWN`] by its name.
+    pub fn parse(name: &str) -> Option<RunStatus> {
+        RunStatus::KNOWN.into_iter().find(|s| s.as_str() == name)
+    }
 }
 
 /// The Ray job behind a run.

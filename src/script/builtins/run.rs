@@ -25,6 +25,7 @@ use crate::launch::local;
 use crate::launch::local::process::Interrupts;
 use crate::launch::ray_run::{self, RayEnded, RayRun};
 use crate::launch::records::context::{DRIVER_LOG, RunContext, resolve_run_id};
+use crate::launch::records::listing::{RunsFilter, RunsOptions};
 use crate::launch::records::{RunKind, RunRecord, RunStatus, RunStore};
 use crate::launch::stage::stage;
 use crate::ray::{RayClient, RayClientOptions};
@@ -108,6 +109,32 @@ pub mod run_module {
                 Ok(records.iter().map(to_dynamic).collect())
             })(),
         )
+    }
+
+    /// The recorded runs, newest first, as `nrl runs` shows them: `[#{id, kind, status,
+    /// recorded_status, status_source, detail, where, created_at, recipe, wandb_url,
+    /// origin, run_dir}, …]`. A running run's status is asked of its cluster or Ray
+    /// dashboard (not in plan mode: there the records are shown as they are).
+    ///
+    /// ```rhai
+    /// for r in run::list() { print(`${r.id} ${r.status}`); }
+    /// ```
+    #[rhai_fn(name = "list", return_raw)]
+    pub fn list(ctx: NativeCallContext) -> RhaiResult<Array> {
+        at(ctx.call_position(), list_runs(&ctx, &Map::new()))
+    }
+
+    /// `list` with options, as `nrl runs` takes them: `status` (a name or a list:
+    /// `["failed", "lost"]`), `recipe` (text the recipe path contains), `since` (`"2d"`,
+    /// `"6h"`, or seconds), `refresh` (default true outside plan mode), `cluster` (true:
+    /// also the records kept in the script's namespace, like `nrl runs -n NS`).
+    ///
+    /// ```rhai
+    /// let failed = run::list(#{status: ["failed", "lost"], since: "2d"});
+    /// ```
+    #[rhai_fn(name = "list", return_raw)]
+    pub fn list_with(ctx: NativeCallContext, options: Map) -> RhaiResult<Array> {
+        at(ctx.call_position(), list_runs(&ctx, &options))
     }
 
     /// The record of run `id` as a map; an error when there is none.
@@ -280,6 +307,71 @@ impl Run {
             quiet: false,
         }
     }
+}
+
+/// `run::list`: the options mapped onto `nrl runs`' and the same library call.
+fn list_runs(ctx: &NativeCallContext, options: &Map) -> RhaiResult<Array> {
+    let o = Options::new(
+        "run::list",
+        options,
+        &["status", "recipe", "since", "refresh", "cluster"],
+    )?;
+    let h = host(ctx)?;
+    let store = store_of(&h)?;
+    let statuses = o
+        .strings("status")?
+        .unwrap_or_default()
+        .iter()
+        .map(|name| {
+            RunStatus::parse(name).ok_or_else(|| {
+                let names: Vec<&str> = RunStatus::KNOWN.iter().map(|s| s.as_str()).collect();
+                usage(
+                    super::options::CODE_OPTION,
+                    format!("run::list(): `{name}` is not a run status"),
+                    &format!("use one of {}", names.join(", ")),
+                )
+            })
+        })
+        .collect::<RhaiResult<Vec<_>>>()?;
+    let since = match o.value("since") {
+        None => None,
+        Some(v) => match v.as_int() {
+            Ok(secs) if secs >= 0 => Some(std::time::Duration::from_secs(secs as u64)),
+            _ => Some(crate::durations::parse_age(&v.to_string()).map_err(|e| {
+                usage(
+                    super::options::CODE_OPTION,
+                    format!("run::list(): option `since`: {e}"),
+                    "e.g. #{since: \"2d\"} or #{since: 3600}",
+                )
+            })?),
+        },
+    };
+    let refresh = o.bool("refresh", !h.dry_run())?;
+    let cluster = if o.bool("cluster", false)? {
+        Some(h.k8s()?)
+    } else {
+        None
+    };
+    if refresh {
+        h.live_read("the clusters and Ray dashboards of the running runs")?;
+    }
+    let connect = h.connect_options();
+    let opts = RunsOptions {
+        filter: RunsFilter {
+            statuses,
+            recipe: o.str("recipe"),
+            since,
+        },
+        refresh,
+        cluster,
+        ray_timeout: connect
+            .request_timeout
+            .unwrap_or(crate::k8s::client::DEFAULT_REQUEST_TIMEOUT)
+            .min(std::time::Duration::from_secs(10)),
+        connect,
+    };
+    let rows = h.block_on(crate::launch::records::listing::list_runs(&store, &opts))?;
+    Ok(rows.iter().map(to_dynamic).collect())
 }
 
 fn store_of(h: &Host) -> RhaiResult<RunStore> {
