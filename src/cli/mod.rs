@@ -11,6 +11,7 @@ pub mod common;
 pub mod dashboard;
 pub mod dev;
 pub mod diagnose;
+pub mod diff;
 pub mod doctor;
 pub mod gym;
 pub mod job;
@@ -48,6 +49,9 @@ pub enum Command {
     /// What went wrong with a launched run: pods, events, nodes, RayJob/RayCluster
     /// states and the driver log (read-only).
     Diagnose(diagnose::DiagnoseArgs),
+    /// What changed between two runs, or a run and a recipe: recipe, infra, objects and
+    /// code, key by key, with the line that set each side.
+    Diff(diff::DiffArgs),
     /// Submit, list, follow and stop Ray jobs through a Ray dashboard (no Python needed).
     Job(job::JobArgs),
     /// Run a recipe on Kubernetes (RayJob or RayCluster), locally, or on a Ray dashboard.
@@ -75,6 +79,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Logs(args) => logs::run(args),
         Command::Doctor(a) => doctor::run(a),
         Command::Diagnose(a) => diagnose::run(a),
+        Command::Diff(a) => diff::run(a),
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Runs(args) => runs::run(args),

@@ -109,47 +109,21 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
     } else {
         path.split('.').collect()
     };
-    let mut settings = Vec::new();
+    let settings = layer_settings(cfg, infra_side, &segs);
     let mut note = None;
-    let value;
-    if infra_side {
-        scan(
-            &cfg.layers.shipped,
-            &segs,
-            "shipped defaults",
-            &mut settings,
-        );
-        for f in &cfg.layers.user {
-            scan_file(f, &segs, "user defaults", &mut settings);
-        }
-        match &cfg.layers.infra {
-            InfraSource::File(files) => {
-                for f in files {
-                    scan_file(f, &segs, "infra file", &mut settings);
-                }
-            }
-            InfraSource::RecipeBlock(Some(b)) => {
-                scan(b, &segs, "recipe infra: block", &mut settings)
-            }
-            InfraSource::RecipeBlock(None) => {}
-        }
-        scan_overrides(&cfg.layers.infra_overrides, &segs, &mut settings);
-        value = cfg.infra.source.get_path(&path).cloned();
+    let value = if infra_side {
         if path == "namespace"
             && let Some(o) = &cfg.namespace_inferred
         {
             note = Some(format!("inferred from {o}"));
         }
+        cfg.infra.source.get_path(&path).cloned()
     } else {
-        for f in &cfg.layers.recipe_files {
-            scan_file(f, &segs, "recipe", &mut settings);
-        }
-        scan_overrides(&cfg.layers.recipe_overrides, &segs, &mut settings);
-        value = match cfg.recipe.get_path(&path) {
+        match cfg.recipe.get_path(&path) {
             Some(_) => Some(interp::resolve_path(&cfg.recipe, &path, cfg.env.as_ref())?),
             None => None,
-        };
-    }
+        }
+    };
     if value.is_none() && settings.is_empty() {
         let root = if infra_side {
             &cfg.infra.source
@@ -164,6 +138,86 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
         value,
         note,
     })
+}
+
+/// What every layer says about `segs` (the infra side's layers, or the recipe's), lowest
+/// layer first.
+fn layer_settings(cfg: &LoadedConfig, infra_side: bool, segs: &[&str]) -> Vec<Setting> {
+    let mut settings = Vec::new();
+    if infra_side {
+        scan(&cfg.layers.shipped, segs, "shipped defaults", &mut settings);
+        for f in &cfg.layers.user {
+            scan_file(f, segs, "user defaults", &mut settings);
+        }
+        match &cfg.layers.infra {
+            InfraSource::File(files) => {
+                for f in files {
+                    scan_file(f, segs, "infra file", &mut settings);
+                }
+            }
+            InfraSource::RecipeBlock(Some(b)) => {
+                scan(b, segs, "recipe infra: block", &mut settings)
+            }
+            InfraSource::RecipeBlock(None) => {}
+        }
+        scan_overrides(&cfg.layers.infra_overrides, segs, &mut settings);
+    } else {
+        for f in &cfg.layers.recipe_files {
+            scan_file(f, segs, "recipe", &mut settings);
+        }
+        scan_overrides(&cfg.layers.recipe_overrides, segs, &mut settings);
+    }
+    settings
+}
+
+/// The layer that decided a key: where its value was last written (`None`: no layer
+/// wrote it, or the last one cleared it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Decided {
+    pub layer: String,
+    /// `file:line:col` or `<override #2>`.
+    pub location: String,
+    /// The value as written there (one line).
+    pub written: String,
+}
+
+/// For every leaf of the merged recipe and infra (`a.b.0.c`; infra keys with `infra.`
+/// in front), the layer that set it. One pass over the leaves, each checked against the
+/// few layer trees: what `--explain` tells one key at a time, for all of them (what
+/// `nrl diff` shows beside each change).
+pub fn decided_by(cfg: &LoadedConfig) -> std::collections::BTreeMap<String, Decided> {
+    let mut out = std::collections::BTreeMap::new();
+    for (infra_side, root) in [(false, &cfg.recipe), (true, &cfg.infra_merged)] {
+        root.walk(&mut Vec::new(), &mut |path, node| {
+            // Leaves: scalars, and containers with nothing in them.
+            let is_leaf = match &node.value {
+                Value::Map(m) => m.is_empty(),
+                Value::List(l) => l.is_empty(),
+                _ => true,
+            };
+            if path.is_empty() || !is_leaf {
+                return;
+            }
+            let segs: Vec<&str> = path.iter().map(String::as_str).collect();
+            let settings = layer_settings(cfg, infra_side, &segs);
+            if let Some(last) = settings.last().filter(|s| !s.clears) {
+                let key = if infra_side {
+                    format!("infra.{}", path.join("."))
+                } else {
+                    path.join(".")
+                };
+                out.insert(
+                    key,
+                    Decided {
+                        layer: last.layer.to_string(),
+                        location: last.location.clone(),
+                        written: last.written.clone(),
+                    },
+                );
+            }
+        });
+    }
+    out
 }
 
 fn scan_file(f: &LoadedFile, segs: &[&str], layer: &'static str, out: &mut Vec<Setting>) {

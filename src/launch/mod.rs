@@ -9,6 +9,7 @@ pub mod attach;
 pub mod check;
 pub mod checks;
 pub mod dashboard;
+pub mod diff;
 pub mod follow;
 pub mod health;
 pub mod inspect;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use super::local::process::Interrupts;
 use super::records::context::{DRIVER_LOG, RunContext, finish_record, save_record};
+use super::records::snapshot::save_snapshot;
 use super::records::{RayJobRef, RunKind, RunRecord, RunStatus};
 use super::stage::{StagedRun, stage};
 use crate::config::layers::LoadedConfig;
@@ -43,7 +44,7 @@ pub enum RayEnded {
 /// Stage `cfg` for `client`, check the package size, write the run directory (staged
 /// recipe) and the record. Blocking file I/O: call before entering async code.
 pub fn prepare(cfg: &LoadedConfig, ctx: RunContext, client: RayClient) -> Result<RayRun> {
-    let staged = stage(cfg, &ctx.run_id, &ctx.repo_root)?;
+    let mut staged = stage(cfg, &ctx.run_id, &ctx.repo_root)?;
     let package = PackageOptions::default();
     staged.files.check_size(package.limit)?;
     let run_dir = ctx.run_dir();
@@ -56,6 +57,9 @@ pub fn prepare(cfg: &LoadedConfig, ctx: RunContext, client: RayClient) -> Result
             )
             .help("check that the cache directory is writable")
         })?;
+    if let Err(e) = save_snapshot(cfg, &ctx, &staged) {
+        staged.warnings.push(e.message.clone());
+    }
     let mut record = ctx.new_record(cfg, RunKind::Ray);
     record.ray = Some(RayJobRef {
         address: client.address().to_string(),

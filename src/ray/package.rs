@@ -152,6 +152,13 @@ impl UploadSet {
         self.insert(key, Entry::Inline(contents.into()))
     }
 
+    /// The set without the entry at `rel` (the staged recipe, to name the code alone).
+    pub fn without(&self, rel: &str) -> UploadSet {
+        let mut entries = self.entries.clone();
+        entries.remove(rel);
+        UploadSet { entries }
+    }
+
     /// Files in the set: archive path and size.
     pub fn files(&self) -> impl Iterator<Item = (&str, u64)> {
         self.entries.iter().filter_map(|(k, e)| match e {

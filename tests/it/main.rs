@@ -13,6 +13,7 @@ mod dev;
 mod devpod;
 mod diagnose;
 mod diagnostics;
+mod diff;
 mod doctor_allow;
 mod doctor_preflight;
 mod doctor_rules;

@@ -171,6 +171,39 @@ fn ephemeral_quickstart_streams_its_log_passes_the_checklist_and_cleans_up() {
             .unwrap()
             .contains("Processed prompts: 100%")
     );
+    // The launch snapshot `nrl diff` and `nrl run --from` read: the uploaded code's
+    // hash, the rendered objects, and which layer set each key.
+    let snapshot: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            w.ctx
+                .home()
+                .join(format!(".cache/nrl/runs/{run}/.nrl/launch.json")),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(snapshot["code"]["source"], "upload");
+    assert!(
+        snapshot["code"]["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("gcs://_ray_pkg_")),
+        "{}",
+        snapshot["code"]
+    );
+    assert_eq!(snapshot["recipe"]["grpo"]["max_num_steps"], 2);
+    assert_eq!(
+        snapshot["decided_by"]["grpo.max_num_steps"]["layer"],
+        "override"
+    );
+    assert!(
+        snapshot["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["kind"] == "RayCluster"),
+        "{}",
+        snapshot["manifests"]
+    );
     let cm = w
         .fake
         .get("v1", "ConfigMap", "default", &format!("nrl-run-{run}"))

@@ -14,6 +14,7 @@ use crate::diag::{Diag, Exit, Result};
 use crate::launch::local::process::{Ended, Interrupts, LocalCommand, STOP_GRACE, find_shell};
 use crate::launch::local::reaper::ProcessId;
 use crate::launch::records::context::{DRIVER_LOG, RunContext, finish_record, save_record};
+use crate::launch::records::snapshot::save_snapshot;
 use crate::launch::records::{LocalProcess, RunKind, RunRecord, RunStatus};
 use crate::launch::stage::{StagedRun, stage};
 
@@ -39,11 +40,14 @@ pub struct LocalOutcome {
 /// Stage `cfg` into the run directory and write the run's record. Blocking file I/O:
 /// call it before entering async code (or from `spawn_blocking`).
 pub fn prepare(cfg: &LoadedConfig, ctx: RunContext) -> Result<LocalRun> {
-    let staged = stage(cfg, &ctx.run_id, &ctx.repo_root)?;
+    let mut staged = stage(cfg, &ctx.run_id, &ctx.repo_root)?;
     let run_dir = ctx.run_dir();
     if let Err(e) = staged.files.materialize(&run_dir) {
         let _ = std::fs::remove_dir_all(&run_dir);
         return Err(e);
+    }
+    if let Err(e) = save_snapshot(cfg, &ctx, &staged) {
+        staged.warnings.push(e.message.clone());
     }
     let mut env = staged.env.clone();
     env.insert("NRL_RUN_DIR".into(), run_dir.display().to_string());

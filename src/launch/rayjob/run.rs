@@ -17,6 +17,7 @@ use crate::launch::owned::owner_ref;
 use crate::launch::rayjob::{self, RayJobRunOptions, RayJobState, RunEnd, RunOutcome, Teardown};
 use crate::launch::records::context::{DRIVER_LOG, RunContext};
 use crate::launch::records::k8s::{base_record, followups, save_everywhere};
+use crate::launch::records::snapshot::save_snapshot_of_k8s_run;
 use crate::launch::records::{RunKind, RunRecord, RunStatus};
 
 /// The record status for an outcome.
@@ -108,6 +109,8 @@ pub async fn start_rayjob_run(
     };
     let owners: Vec<Json> = owner_ref(&live).into_iter().collect();
     let saved = save_everywhere(k8s, &ctx, &record, &owners, &plan.owner, progress).await;
+    let upload = plan.upload.as_ref().map(|u| &u.files);
+    save_snapshot_of_k8s_run(cfg, &ctx, upload, progress).await;
     for line in followups(
         &plan.run_id,
         &ctx,

@@ -12,6 +12,7 @@ pub mod context;
 pub mod k8s;
 pub mod listing;
 pub mod lookup;
+pub mod snapshot;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

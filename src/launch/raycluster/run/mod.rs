@@ -44,6 +44,7 @@ use crate::launch::rayjob::manifest::{require_entrypoint, require_training};
 use crate::launch::rayjob::run::detached;
 use crate::launch::records::context::{DRIVER_LOG, RunContext};
 use crate::launch::records::k8s::{base_record, followups, save_everywhere};
+use crate::launch::records::snapshot::save_snapshot_of_k8s_run;
 use crate::launch::records::{RunRecord, RunStatus};
 use crate::run_id;
 
@@ -360,6 +361,11 @@ async fn submit_training(
         None => Vec::new(),
     };
     let saved = save_everywhere(k8s, ctx, &record, &owners, &username(&*cfg.env), progress).await;
+    let upload = match &plan.training {
+        training::TrainingPlan::PortForward(job) => job.files.as_ref(),
+        training::TrainingPlan::Exec { .. } => None,
+    };
+    save_snapshot_of_k8s_run(cfg, ctx, upload, progress).await;
     for line in followups(
         &ctx.run_id,
         ctx,
