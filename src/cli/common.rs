@@ -14,7 +14,7 @@ use crate::k8s::{ClusterContext, ConnectOptions, K8s};
 use crate::terminal_text::Wrap;
 
 /// `RECIPE [--infra FILE] [OVERRIDES…]`
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct RecipeArgs {
     /// The NeMo-RL recipe YAML (its `defaults:` chain is followed).
     pub recipe: PathBuf,

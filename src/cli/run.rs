@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::common::RecipeArgs;
 use crate::config::env::ProcessEnv;
+use crate::config::layers::LoadedConfig;
 use crate::config::schema::{CodeSource, RunMode, StrEnum, SubmitterMode};
 use crate::diag::{Diag, Exit, Result};
 use crate::launch::local;
@@ -15,6 +16,7 @@ use crate::launch::local::process::Interrupts;
 use crate::launch::ray_run::{self, RayEnded};
 use crate::launch::records::RunStore;
 use crate::launch::records::context::{RunContext, resolve_run_id};
+use crate::launch::records::snapshot::{self, Relaunch};
 use crate::ray::package::mib;
 use crate::ray::{RayClient, RayClientOptions};
 
@@ -51,10 +53,35 @@ Examples:
   nrl run recipe.yaml --infra infra.yaml --local grpo.max_num_steps=2 infra.launch.env.WANDB_MODE=offline
   nrl run recipe.yaml --infra infra.yaml --ray-address http://127.0.0.1:8265
   nrl run recipe.yaml --infra infra.yaml --dry-run --rayjob-name my-job --ttl 600
-  nrl run recipe.yaml --infra infra.yaml --local --run-id grpo-try-3 --repo-root ~/nemo-rl")]
+  nrl run recipe.yaml --infra infra.yaml --local --run-id grpo-try-3 --repo-root ~/nemo-rl
+  nrl run --from grpo-try-3 --context prod -n rl-team
+  nrl run --from grpo-try-3 --local grpo.max_num_steps=5")]
 pub struct RunArgs {
-    #[command(flatten)]
+    /// The NeMo-RL recipe YAML (its `defaults:` chain is followed). With --from, a first
+    /// override instead.
+    #[arg(value_name = "RECIPE", required_unless_present = "from")]
+    pub recipe_file: Option<PathBuf>,
+    /// Infra YAML; alternatively the recipe may carry an `infra:` block (not both).
+    #[arg(long, value_name = "FILE", conflicts_with = "from")]
+    pub infra: Option<PathBuf>,
+    /// Hydra-style overrides: `a.b=v`, `+a.b=v`, `++a.b=v`, `~a.b`; `infra.*` keys go to
+    /// the infra layer.
+    #[arg(value_name = "OVERRIDES")]
+    pub overrides: Vec<String>,
+    /// Launch again what run RUN_ID was launched with: its merged recipe and infra (from
+    /// the launch snapshot in its run directory) and its code, checked by content hash
+    /// (a local run's staged tree, else the checkout it was staged from). Overrides and
+    /// the mode flags apply on top: `--from SMOKE_ID` without --local makes a local smoke
+    /// test a RayJob.
+    #[arg(long, value_name = "RUN_ID")]
+    pub from: Option<String>,
+    /// The recipe, infra and overrides to load (from the arguments above, or --from's
+    /// snapshot); set by [`RunArgs::resolve_recipe`].
+    #[arg(skip)]
     pub recipe: RecipeArgs,
+    /// The run --from relaunches.
+    #[arg(skip)]
+    pub relaunch: Option<Box<Relaunch>>,
     /// Run the entrypoint here, as a local process in the run directory; its output is
     /// streamed and kept in driver.log. Ctrl-C stops it and everything it started.
     #[arg(long, conflicts_with_all = ["ray_address", "dry_run"])]
@@ -174,8 +201,65 @@ fn parse_enum<T: StrEnum + Send + Sync>(text: &str) -> std::result::Result<T, St
     T::parse(text).ok_or_else(|| format!("expected one of: {}", T::VALUES.join(", ")))
 }
 
-pub fn run(args: RunArgs) -> Result<Exit> {
+impl RunArgs {
+    /// Fill [`RunArgs::recipe`]: the arguments as given, or with --from the recorded run's
+    /// snapshot (the positional RECIPE is then the first override) and, unless
+    /// --repo-root is given, the run's code.
+    pub fn resolve_recipe(&mut self) -> Result<()> {
+        let Some(id) = &self.from else {
+            self.recipe = RecipeArgs {
+                recipe: self.recipe_file.clone().unwrap_or_default(),
+                infra: self.infra.clone(),
+                overrides: self.overrides.clone(),
+            };
+            return Ok(());
+        };
+        let store = RunStore::from_env(&ProcessEnv)?;
+        let relaunch = snapshot::relaunch(&store, id)?;
+        let mut overrides: Vec<String> = self
+            .recipe_file
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        overrides.extend(self.overrides.iter().cloned());
+        self.recipe = RecipeArgs {
+            recipe: relaunch.recipe.clone(),
+            infra: Some(relaunch.infra.clone()),
+            overrides,
+        };
+        if self.repo_root.is_none() {
+            self.repo_root = relaunch.repo_root.clone();
+        }
+        self.relaunch = Some(Box::new(relaunch));
+        Ok(())
+    }
+
+    /// --from: the code this launch uploads must be the recorded run's. A RayJob or
+    /// RayCluster run uploads only with `codeSource: upload`.
+    fn verify_relaunched_code(&self, cfg: &LoadedConfig) -> Result<()> {
+        let Some(relaunch) = &self.relaunch else {
+            return Ok(());
+        };
+        let on_kubernetes = !self.local && self.ray_address.is_none();
+        let source = self.code_source.unwrap_or(cfg.infra.launch.code_source);
+        if self.dry_run || (on_kubernetes && source != CodeSource::Upload) {
+            return Ok(());
+        }
+        let root = self.repo_root.clone().unwrap_or_else(|| PathBuf::from("."));
+        relaunch.verify_code(cfg, &root)?;
+        crate::errln!(
+            "relaunching run {}: recipe and infra from its launch snapshot, code from {}",
+            relaunch.from,
+            root.display()
+        );
+        Ok(())
+    }
+}
+
+pub fn run(mut args: RunArgs) -> Result<Exit> {
+    args.resolve_recipe()?;
     let cfg = args.kube.load(&args.recipe)?;
+    args.verify_relaunched_code(&cfg)?;
     if args.dry_run {
         return super::run_k8s::dry_run(&args, cfg);
     }
@@ -336,7 +420,11 @@ mod tests {
         }
         let mut all = vec!["nrl", "r.yaml"];
         all.extend_from_slice(args);
-        Wrap::try_parse_from(all).map(|w| w.run)
+        Wrap::try_parse_from(all).map(|w| {
+            let mut run = w.run;
+            run.resolve_recipe().unwrap();
+            run
+        })
     }
 
     #[test]

@@ -15,7 +15,6 @@ use crate::config::schema::CodeSource;
 use crate::diag::Result;
 use crate::launch::records::RunStore;
 use crate::launch::records::snapshot::{CodeSnapshot, LaunchSnapshot, capture, load_snapshot};
-use crate::ray::{DEFAULT_UPLOAD_PATHS, UploadSet};
 
 /// The other side of a diff.
 pub enum DiffTarget<'a> {
@@ -127,12 +126,7 @@ fn code_as_it_would_launch(
     if !uploads {
         return Ok(Some(CodeSnapshot::on_pods(cfg)));
     }
-    let root = std::path::absolute(repo_root).unwrap_or_else(|_| repo_root.to_path_buf());
-    let files = match &cfg.infra.launch.ray_upload_paths {
-        Some(paths) => UploadSet::from_include_paths(&root, paths)?,
-        None => UploadSet::from_include_paths(&root, DEFAULT_UPLOAD_PATHS)?,
-    };
-    CodeSnapshot::uploaded(&files, &root).map(Some)
+    CodeSnapshot::upload_from(cfg, repo_root).map(Some)
 }
 
 /// Every difference between two snapshots, section by section, keys in the order `a`

@@ -185,3 +185,86 @@ fn runs_that_cannot_be_compared_say_why() {
         "{stderr}"
     );
 }
+
+/// `nrl run --from`: a local run launched again from its snapshot — its merged recipe and
+/// infra, and its staged code (the run directory), checked by content hash — with new
+/// overrides on top; another checkout whose code differs is refused.
+#[test]
+fn run_from_relaunches_what_a_run_staged() {
+    let repo = quickstart_repo();
+    let ctx = context();
+    run_local(
+        &ctx,
+        "qs-smoke",
+        repo.path(),
+        &[
+            "grpo.max_num_steps=2",
+            "infra.launch.env.QUICKSTART_GREETING=from-smoke",
+        ],
+    );
+    // The checkout moves on; the relaunch still runs the code the smoke test staged.
+    std::fs::write(
+        repo.path().join("examples/quickstart/train.py"),
+        "print('the new code')\n",
+    )
+    .unwrap();
+    let out = ctx
+        .nrl()
+        .args([
+            "run", "--from", "qs-smoke", "--local", "--run-id", "qs-again",
+        ])
+        .arg("grpo.max_num_steps=3")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("step 3/3"), "{stdout}");
+    assert!(stdout.contains("greeting: from-smoke"), "{stdout}");
+    assert!(!stdout.contains("the new code"), "{stdout}");
+    assert!(
+        stderr.contains("relaunching run qs-smoke: recipe and infra from its launch snapshot"),
+        "{stderr}"
+    );
+    // The two differ only by the new override (and what interpolates it).
+    let (code, json, _) = diff(&ctx, &["qs-smoke", "qs-again", "-o", "json"]);
+    assert_eq!(code, Some(1));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let keys: Vec<&str> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["grpo.max_num_steps", "logger.log_dir"]);
+
+    // Code from the checkout as it is now is not what the smoke test ran.
+    let out = ctx
+        .nrl()
+        .args(["run", "--from", "qs-smoke", "--local", "--repo-root"])
+        .arg(repo.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nrl::run::from_code_changed"), "{stderr}");
+    assert!(
+        stderr.contains("is not what run `qs-smoke` staged"),
+        "{stderr}"
+    );
+    // --from takes the place of RECIPE and --infra.
+    let out = ctx
+        .nrl()
+        .args(["run", "--from", "qs-smoke", "--infra", "x.yaml", "--local"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = ctx
+        .nrl()
+        .args(["run", "--from", "nope", "--local"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

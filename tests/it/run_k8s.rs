@@ -906,3 +906,45 @@ fn a_script_launch_makes_the_requests_and_the_record_of_nrl_run() {
     );
     assert!(report.contains("checklist: 4 passed"), "{report}");
 }
+
+/// `nrl run --from` promotes a local smoke test to a RayJob: the same merged recipe and
+/// infra, and the code the smoke test staged (its run directory) uploaded as the
+/// working_dir; the RayJob run then diffs against the smoke test as the same launch.
+#[test]
+fn a_local_smoke_test_relaunches_as_a_rayjob() {
+    let Some(w) = world() else { return };
+    let smoke = id("qs-smoke");
+    let out = w
+        .ctx
+        .nrl()
+        .args([
+            "run", QS_RECIPE, "--infra", QS_INFRA, "--local", "--run-id", &smoke,
+        ])
+        .arg("grpo.max_num_steps=2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = id("qs-promoted");
+    let out = w
+        .ctx
+        .nrl()
+        .args(["run", "--from", &smoke, "--run-id", &run, "--ttl", "0"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("step 2/2") && !stdout.contains("step 3/"),
+        "{stdout}"
+    );
+    assert_eq!(record(&w, &run)["kind"], "rayjob");
+    assert_eq!(record(&w, &run)["k8s"]["rayjob"], "tester-quickstart");
+    let out = w.ctx.nrl().args(["diff", &smoke, &run]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}

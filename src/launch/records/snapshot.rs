@@ -4,9 +4,10 @@
 //!
 //! - `launch.json`: the resolved recipe and infra, the rendered objects, the layer and
 //!   line that set every key, and a content hash of the staged code;
-//! - `recipe.yaml`, `infra.yaml`: the merged recipe (overrides applied, interpolations
-//!   kept for OmegaConf, as the run got it) and the merged infra, each a self-contained
-//!   file that loads on its own.
+//! - `recipe/<the recipe's file name>`, `infra.yaml`: the merged recipe (overrides
+//!   applied, interpolations kept for OmegaConf, as the run got it) and the merged infra,
+//!   each a self-contained file that loads on its own (the recipe keeps its name, so a
+//!   relaunch's generated run id starts as the original's did).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,19 +20,20 @@ use crate::config::provenance::{Decided, decided_by};
 use crate::config::schema::CodeSource;
 use crate::diag::{Diag, Result};
 use crate::launch::output::Output;
-use crate::launch::records::RunRecord;
 use crate::launch::records::context::RunContext;
+use crate::launch::records::{RunKind, RunRecord, RunStore};
 use crate::launch::stage::StagedRun;
-use crate::ray::UploadSet;
+use crate::ray::{DEFAULT_UPLOAD_PATHS, UploadSet};
 use crate::render::emit;
 use crate::render::rayjob::STAGED_RECIPE;
 
 /// The snapshot's directory inside a run directory.
 pub const SNAPSHOT_DIR: &str = ".nrl";
 const LAUNCH_JSON: &str = "launch.json";
-/// The merged recipe and infra, loadable as a pair (`nrl run --from`).
-pub const RECIPE_YAML: &str = "recipe.yaml";
-pub const INFRA_YAML: &str = "infra.yaml";
+/// The merged recipe (in this directory, under its own name) and infra, loadable as a
+/// pair (`nrl run --from`).
+const RECIPE_DIR: &str = "recipe";
+const INFRA_YAML: &str = "infra.yaml";
 
 /// Error code of a missing or unreadable snapshot.
 pub const CODE_SNAPSHOT: &str = "nrl::run::snapshot";
@@ -68,6 +70,17 @@ impl CodeSnapshot {
             bytes: Some(code.total_bytes()),
             path: None,
         })
+    }
+
+    /// What a launch of `cfg` would upload from `repo_root` now (blocking: reads every
+    /// file the upload paths take).
+    pub fn upload_from(cfg: &LoadedConfig, repo_root: &Path) -> Result<CodeSnapshot> {
+        let root = absolute(repo_root);
+        let files = match &cfg.infra.launch.ray_upload_paths {
+            Some(paths) => UploadSet::from_include_paths(&root, paths)?,
+            None => UploadSet::from_include_paths(&root, DEFAULT_UPLOAD_PATHS)?,
+        };
+        CodeSnapshot::uploaded(&files, &root)
     }
 
     /// Code that is already on the pods (the image's, or a shared mount).
@@ -114,6 +127,8 @@ pub struct LaunchSnapshot {
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub snapshot: LaunchSnapshot,
+    /// The recipe's file name (`grpo_math_1B.yaml`).
+    pub recipe_name: String,
     pub recipe_yaml: String,
     pub infra_yaml: String,
 }
@@ -144,8 +159,14 @@ pub fn capture(
         decided_by: decided_by(cfg),
         code,
     };
+    let recipe_name = cfg
+        .recipe_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "recipe.yaml".into());
     Ok(Captured {
         snapshot,
+        recipe_name,
         recipe_yaml: emit::to_yaml(&cfg.recipe),
         infra_yaml: emit::to_yaml(&cfg.infra_merged),
     })
@@ -162,16 +183,19 @@ impl Captured {
             )
             .help("check that the run directory is writable")
         };
-        std::fs::create_dir_all(&dir).map_err(|e| write_error(&dir, &e))?;
+        let recipe_dir = dir.join(RECIPE_DIR);
+        std::fs::create_dir_all(&recipe_dir).map_err(|e| write_error(&recipe_dir, &e))?;
         let mut json =
             serde_json::to_vec_pretty(&self.snapshot).map_err(|e| write_error(&dir, &e))?;
         json.push(b'\n');
-        for (name, bytes) in [
-            (LAUNCH_JSON, json.as_slice()),
-            (RECIPE_YAML, self.recipe_yaml.as_bytes()),
-            (INFRA_YAML, self.infra_yaml.as_bytes()),
+        for (path, bytes) in [
+            (dir.join(LAUNCH_JSON), json.as_slice()),
+            (
+                recipe_dir.join(&self.recipe_name),
+                self.recipe_yaml.as_bytes(),
+            ),
+            (dir.join(INFRA_YAML), self.infra_yaml.as_bytes()),
         ] {
-            let path = dir.join(name);
             std::fs::write(&path, bytes).map_err(|e| write_error(&path, &e))?;
         }
         Ok(())
@@ -255,4 +279,107 @@ pub fn load_snapshot(record: &RunRecord) -> Result<LaunchSnapshot> {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What `nrl run --from RUN_ID` launches: the recorded run's merged recipe and infra (from
+/// its snapshot), and where its code is.
+#[derive(Debug, Clone)]
+pub struct Relaunch {
+    pub from: String,
+    pub recipe: PathBuf,
+    pub infra: PathBuf,
+    /// Where the upload paths are read: the run directory of a local run (it holds the
+    /// staged tree), else the checkout the run was staged from; `None` when the run's
+    /// code was on its pods (image, lustre).
+    pub repo_root: Option<PathBuf>,
+    pub snapshot: LaunchSnapshot,
+}
+
+/// Find what run `id` was launched with (blocking file I/O).
+pub fn relaunch(store: &RunStore, id: &str) -> Result<Relaunch> {
+    let record = store.load(id)?;
+    let dir = snapshot_dir(&record)?;
+    let snapshot = load_snapshot(&record)?;
+    let recipe_dir = dir.join(RECIPE_DIR);
+    let recipe = std::fs::read_dir(&recipe_dir)
+        .ok()
+        .and_then(|mut entries| entries.find_map(|e| e.ok().map(|e| e.path())))
+        .ok_or_else(|| {
+            Diag::new(
+                CODE_SNAPSHOT,
+                format!(
+                    "the launch snapshot of run `{id}` has no recipe in {}",
+                    recipe_dir.display()
+                ),
+            )
+            .help("relaunch from the recipe itself")
+        })?;
+    let uploaded = snapshot
+        .code
+        .as_ref()
+        .is_some_and(|c| c.source == CodeSource::Upload.as_str());
+    let repo_root = if !uploaded {
+        None
+    } else if record.kind == RunKind::Local {
+        record.run_dir.as_ref().map(PathBuf::from)
+    } else {
+        snapshot
+            .code
+            .as_ref()
+            .and_then(|c| c.repo_root.as_ref())
+            .map(PathBuf::from)
+    };
+    Ok(Relaunch {
+        from: id.to_string(),
+        recipe,
+        infra: dir.join(INFRA_YAML),
+        repo_root,
+        snapshot,
+    })
+}
+
+/// Error code of a relaunch whose code is not what the run staged.
+pub const CODE_CHANGED: &str = "nrl::run::from_code_changed";
+
+impl Relaunch {
+    /// Refuse a relaunch that would upload other code than the run staged: the files
+    /// `cfg`'s upload paths take from `repo_root` must hash as the run's did (Ray's
+    /// package hash). Nothing to check when the run's code was on its pods.
+    pub fn verify_code(&self, cfg: &LoadedConfig, repo_root: &Path) -> Result<()> {
+        let Some(CodeSnapshot {
+            digest: Some(want),
+            files: want_files,
+            ..
+        }) = &self.snapshot.code
+        else {
+            return Ok(());
+        };
+        let root = absolute(repo_root);
+        let now = CodeSnapshot::upload_from(cfg, &root)?;
+        if now.digest.as_ref() == Some(want) {
+            return Ok(());
+        }
+        Err(Diag::new(
+            CODE_CHANGED,
+            format!(
+                "the code under {} is not what run `{}` staged",
+                root.display(),
+                self.from
+            ),
+        )
+        .note(format!(
+            "run {}: {want} ({} files)",
+            self.from,
+            want_files.unwrap_or_default()
+        ))
+        .note(format!(
+            "now: {} ({} files)",
+            now.digest.unwrap_or_default(),
+            now.files.unwrap_or_default()
+        ))
+        .help(
+            "pass --repo-root with the checkout the run was staged from, or launch the \
+             recipe itself to run the code as it is now",
+        ))
+    }
 }
