@@ -407,3 +407,31 @@ fn collect_reads_ray_session_logs_through_the_real_dashboard() {
     );
     assert!(index.contains("| driver.log |"), "{index}");
 }
+
+/// `diagnose::collect(id, dir, #{tar})` is the command's library call: the same files,
+/// the report as data, the directory confined to the working directory.
+#[test]
+fn the_script_built_in_collects_the_same_files() {
+    let (_fake, _stub, ctx) = crashing_run();
+    let work = tempfile::tempdir().unwrap();
+    let ctx = ctx.cwd(work.path());
+    let script = work.path().join("pm.rhai");
+    std::fs::write(
+        &script,
+        format!(
+            r#"let c = diagnose::collect("{RUN}", "pm");
+               print(`${{c.files.len()}} ${{c.skipped.len()}}`);
+               print(c.files.filter(|f| f.path.ends_with(".previous.log")).len());
+               let t = diagnose::collect("{RUN}", "pm2", #{{ tar: true, max_file_mib: 1 }});
+               print(t.archive.ends_with("pm2.tar.gz"));
+               try {{ diagnose::collect("{RUN}", "../outside"); }} catch (e) {{ print("refused"); }}"#
+        ),
+    )
+    .unwrap();
+    let ran = ctx.nrl().arg("script").arg(&script).run();
+    assert_eq!(ran.code, Some(0), "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.stdout, "9 1\n2\ntrue\nrefused\n", "{}", ran.stderr);
+    assert!(work.path().join("pm/index.md").is_file());
+    assert!(work.path().join("pm2.tar.gz").is_file());
+    assert!(!work.path().parent().unwrap().join("outside").exists());
+}
