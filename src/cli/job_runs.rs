@@ -8,7 +8,7 @@ use clap::Args;
 use super::common::KubeArgs as RunLookupArgs;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
-use crate::launch::attach::{Stopped, follow_run, log_text, stop_run};
+use crate::launch::attach::{Stopped, follow_run, run_log, stop_run};
 use crate::launch::output::{Console, Output};
 use crate::launch::records::cluster_copy::update_on_cluster;
 use crate::launch::records::lookup::resolve_run;
@@ -35,9 +35,10 @@ pub async fn logs(id: &str, lookup: &RunLookupArgs, follow: bool) -> Result<Exit
         }
         return Ok(exit);
     }
-    let text = log_text(k8s.as_ref(), &record).await?;
+    let log = run_log(k8s.as_ref(), &record).await?;
+    crate::errln!("[logs] from {}", log.source);
     let mut out = std::io::stdout();
-    let written = match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+    let written = match out.write_all(log.text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Diag::from(e)),
         _ => Ok(Exit::Ok),
     };

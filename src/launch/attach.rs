@@ -329,29 +329,71 @@ pub fn exit_for_exec(state: ExecState) -> Exit {
 
 /// The run's log so far (no following).
 pub async fn log_text(k8s: Option<&K8s>, record: &RunRecord) -> Result<String> {
-    match target(k8s, record).await? {
+    Ok(run_log(k8s, record).await?.text)
+}
+
+/// A run's driver log and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLog {
+    pub text: String,
+    /// `the dashboard of RayCluster rc (job j)`, `the copy kept in DIR/driver.log (…)`.
+    pub source: String,
+}
+
+/// The run's log so far, from wherever it still is: the live dashboard (or exec run)
+/// first; when that cluster is gone or does not answer, the copy `nrl` kept in the run
+/// directory while it followed the run. `source` says which.
+pub async fn run_log(k8s: Option<&K8s>, record: &RunRecord) -> Result<RunLog> {
+    let live = match target(k8s, record).await? {
         Target::Cluster { ns, cluster, id } => {
             let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
-            dashboard_session(k8s, &ns, &cluster)
-                .await?
-                .client
-                .logs(&id)
-                .await
+            let source = format!("the dashboard of RayCluster {cluster} (job {id})");
+            let fetched = async {
+                dashboard_session(k8s, &ns, &cluster)
+                    .await?
+                    .client
+                    .logs(&id)
+                    .await
+            };
+            (fetched.await, source)
         }
         Target::Address { address, id } => {
-            RayClient::new(&address, RayClientOptions::default())?
-                .logs(&id)
-                .await
+            let source = format!("the dashboard at {address} (job {id})");
+            let fetched = async {
+                RayClient::new(&address, RayClientOptions::default())?
+                    .logs(&id)
+                    .await
+            };
+            (fetched.await, source)
         }
         Target::Exec(run) => {
             let k8s = k8s.ok_or_else(|| Diag::new("nrl::run::needs_cluster", "no cluster"))?;
-            exec::log_text(k8s, &run).await
+            let source = format!("{}/driver.log on pod {}", run.dir, run.pod);
+            (exec::log_text(k8s, &run).await, source)
         }
-        Target::Gone { why, .. } => local_log(record).ok_or_else(|| {
-            Diag::api("nrl::run::log_gone", format!("{why}; its log went with it"))
-                .help("nrl keeps a copy only on the machine that followed the run")
-        }),
+        Target::Gone { why, .. } => {
+            return kept_log(record, &why).ok_or_else(|| {
+                Diag::api("nrl::run::log_gone", format!("{why}; its log went with it"))
+                    .help("nrl keeps a copy only on the machine that followed the run")
+            });
+        }
+    };
+    match live {
+        (Ok(text), source) => Ok(RunLog { text, source }),
+        // A cluster being torn down (or a dashboard that stopped answering) still
+        // leaves the kept copy.
+        (Err(e), source) => kept_log(record, &format!("{source} failed: {}", e.message)).ok_or(e),
     }
+}
+
+/// The kept copy of the run's log, with why the live one was not used.
+fn kept_log(record: &RunRecord, why: &str) -> Option<RunLog> {
+    let text = local_log(record)?;
+    let dir = record.run_dir.clone().unwrap_or_default();
+    Some(RunLog {
+        text,
+        source: format!("the copy kept in {dir}/{DRIVER_LOG} while the run was followed ({why})"),
+    })
 }
 
 /// What `stop_run` did.

@@ -8,6 +8,7 @@
 pub mod attach;
 pub mod check;
 pub mod checks;
+pub mod collect;
 pub mod dashboard;
 pub mod diff;
 pub mod follow;

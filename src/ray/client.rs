@@ -13,8 +13,8 @@ use serde::de::DeserializeOwned;
 use super::error::{self as rerr, CODE_ADDRESS};
 use super::retry::{Failure, Idempotency, RetryPolicy};
 use super::types::{
-    DeleteResponse, JobDetails, LogsResponse, RayVersion, StopResponse, SubmitRequest,
-    SubmitResponse,
+    DeleteResponse, JobDetails, LogsResponse, NodeInfo, NodeLogFile, RayVersion, StopResponse,
+    SubmitRequest, SubmitResponse,
 };
 use crate::diag::{Diag, Result};
 
@@ -285,6 +285,144 @@ impl RayClient {
             return Err(self.failure(what, &reply));
         }
         Ok(())
+    }
+
+    /// `GET /api/v0/nodes` (Ray's state API; `ray list nodes`): every node the GCS
+    /// knows, alive or dead.
+    pub async fn list_nodes(&self) -> Result<Vec<NodeInfo>> {
+        let what = "GET /api/v0/nodes";
+        let mut url = self.url(&["api", "v0", "nodes"], false);
+        // The state API truncates at 100 rows unless asked for more (its `limit`).
+        url.query_pairs_mut().append_pair("limit", "10000");
+        let reply = self
+            .execute(what, Idempotency::Idempotent, self.options.timeout, || {
+                self.http.request(Method::GET, url.clone())
+            })
+            .await?;
+        let body: serde_json::Value = self.state_reply(what, &reply)?;
+        // `{result: true, msg, data: {result: {total, result: [NodeState…], …}}}`
+        let rows = body
+            .pointer("/data/result/result")
+            .cloned()
+            .unwrap_or_default();
+        serde_json::from_value(rows).map_err(|e| rerr::bad_response(&self.address, what, e))
+    }
+
+    /// `GET /api/v0/logs?node_id=…`: the files under the node's
+    /// `/tmp/ray/session_latest/logs`, relative to it, in Ray's order within its
+    /// categories (`raylet`, `gcs_server`, `worker_out`, …).
+    pub async fn list_node_logs(&self, node_id: &str) -> Result<Vec<String>> {
+        let what = "GET /api/v0/logs";
+        let mut url = self.url(&["api", "v0", "logs"], false);
+        url.query_pairs_mut().append_pair("node_id", node_id);
+        let reply = self
+            .execute(what, Idempotency::Idempotent, self.options.timeout, || {
+                self.http.request(Method::GET, url.clone())
+            })
+            .await?;
+        let body: serde_json::Value = self.state_reply(what, &reply)?;
+        // `{result: true, msg, data: {result: {category: [file…]}}}`
+        let mut files = Vec::new();
+        if let Some(categories) = body.pointer("/data/result").and_then(|v| v.as_object()) {
+            for list in categories.values() {
+                for f in list.as_array().into_iter().flatten() {
+                    if let Some(f) = f.as_str()
+                        && !files.iter().any(|x: &String| x == f)
+                    {
+                        files.push(f.to_string());
+                    }
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// `GET /api/v0/logs/file?node_id=…&filename=…&lines=N`: the last `lines` lines of a
+    /// node's log file (Ray's only tail unit), of which at most the last `keep_bytes` are
+    /// kept while reading, so memory stays bounded whatever the file's size. One attempt
+    /// within the call deadline (a partly read stream cannot be resumed).
+    pub async fn node_log_file(
+        &self,
+        node_id: &str,
+        filename: &str,
+        lines: u64,
+        keep_bytes: usize,
+    ) -> Result<NodeLogFile> {
+        let what = "GET /api/v0/logs/file";
+        let mut url = self.url(&["api", "v0", "logs", "file"], false);
+        url.query_pairs_mut()
+            .append_pair("node_id", node_id)
+            .append_pair("filename", filename)
+            .append_pair("lines", &lines.to_string());
+        let timeout = self.options.timeout;
+        let cause = |e: reqwest::Error| transport_failure(e).1;
+        let response = self
+            .http
+            .request(Method::GET, url)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| rerr::unreachable(&self.address, timeout, &cause(e), 1))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = read_body(response, 1 << 20).await.unwrap_or_default();
+            return Err(self.failure(what, &Reply { status, body }));
+        }
+        let mut response = response;
+        let mut kept: Vec<u8> = Vec::new();
+        let mut received = 0u64;
+        let mut newlines = 0u64;
+        let mut dropped = false;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| rerr::unreachable(&self.address, timeout, &cause(e), 1))?
+        {
+            received += chunk.len() as u64;
+            newlines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+            kept.extend_from_slice(&chunk);
+            // Drop the front in large steps, not per chunk.
+            if kept.len() > keep_bytes.saturating_mul(2).max(1 << 16) {
+                let cut = kept.len() - keep_bytes;
+                kept.drain(..cut);
+                dropped = true;
+            }
+        }
+        if kept.len() > keep_bytes {
+            let cut = kept.len() - keep_bytes;
+            kept.drain(..cut);
+            dropped = true;
+        }
+        if dropped {
+            // Start at a whole line.
+            if let Some(nl) = kept.iter().position(|b| *b == b'\n') {
+                kept.drain(..=nl);
+            }
+        }
+        Ok(NodeLogFile {
+            bytes: kept,
+            received,
+            truncated: dropped || newlines >= lines,
+        })
+    }
+
+    /// A state API reply: non-success statuses and `result: false` are failures with
+    /// Ray's `msg`.
+    fn state_reply(&self, what: &str, reply: &Reply) -> Result<serde_json::Value> {
+        if !reply.status.is_success() {
+            return Err(self.failure(what, reply));
+        }
+        let body: serde_json::Value = self.parse(what, reply)?;
+        if body.get("result") == Some(&serde_json::Value::Bool(false)) {
+            let msg = body.get("msg").and_then(|m| m.as_str()).unwrap_or("failed");
+            return Err(rerr::api_failure(
+                &self.address,
+                what,
+                reply.status.as_u16(),
+                msg,
+            ));
+        }
+        Ok(body)
     }
 
     async fn get(&self, segments: &[&str], trailing_slash: bool, what: &str) -> Result<Reply> {

@@ -19,5 +19,8 @@ pub use package::{DEFAULT_UPLOAD_PATHS, RAY_PACKAGE_LIMIT, UploadSet};
 pub use retry::RetryPolicy;
 pub use submit::{JobSpec, Submitted, submit_job};
 pub use tail::LogTail;
-pub use types::{JobDetails, JobStatus, RayVersion, RuntimeEnv, SubmitRequest, SubmitResponse};
+pub use types::{
+    JobDetails, JobStatus, NodeInfo, NodeLogFile, RayVersion, RuntimeEnv, SubmitRequest,
+    SubmitResponse,
+};
 pub use upload::{PackageOptions, PackageUpload, ensure_package};

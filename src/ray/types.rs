@@ -273,3 +273,30 @@ mod tests {
         assert_eq!(Stopped.exit(), Exit::Failed);
     }
 }
+
+/// One node of `GET /api/v0/nodes` (Ray's state API `NodeState`; fields this client reads).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node_id: String,
+    #[serde(default)]
+    pub node_ip: String,
+    #[serde(default)]
+    pub is_head_node: bool,
+    /// `ALIVE` or `DEAD`; only alive nodes' agents serve their log files.
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub node_name: String,
+}
+
+/// A log file fetched through `GET /api/v0/logs/file`, possibly only its tail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLogFile {
+    /// The bytes kept: the whole answer, or its last `keep_bytes` (from a line start).
+    pub bytes: Vec<u8>,
+    /// Bytes Ray sent.
+    pub received: u64,
+    /// Whether the file may hold more than `bytes`: Ray sent as many lines as asked for,
+    /// or more bytes than were kept.
+    pub truncated: bool,
+}

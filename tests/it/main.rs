@@ -24,6 +24,7 @@ mod gym_parity;
 mod k8s_layer;
 mod launch_fake;
 mod launch_rayjob;
+mod logs_collect;
 mod nemo_rl_oracle;
 mod overrides_golden;
 mod overrides_props;

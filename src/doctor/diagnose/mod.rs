@@ -397,9 +397,11 @@ pub async fn diagnose_config(k8s: &K8s, cfg: &LoadedConfig, recipe: &str) -> Res
     diagnose(k8s, &Target::of_config(cfg, recipe)?).await
 }
 
-/// Read what the target's objects, pods, events, nodes, claims, queues and logs say,
-/// then [`analyze`] it.
-pub async fn diagnose(k8s: &K8s, target: &Target) -> Result<Diagnosis> {
+/// What the target's objects are, each read once: the RayJob, each RayCluster and its
+/// pods (one list per cluster), the namespace's events (a 403 becomes a note). In recipe
+/// mode only what exists is kept, unless nothing does. `nrl diagnose` and
+/// `nrl logs --collect` both start here.
+pub async fn read_objects(k8s: &K8s, target: &Target) -> Result<(Snapshot, Vec<String>)> {
     let ns = if target.namespace.is_empty() {
         k8s.namespace.clone()
     } else {
@@ -471,6 +473,14 @@ pub async fn diagnose(k8s: &K8s, target: &Target) -> Result<Diagnosis> {
         }
         Err(d) => return Err(d),
     }
+    Ok((snap, notes))
+}
+
+/// Read what the target's objects, pods, events, nodes, claims, queues and logs say,
+/// then [`analyze`] it.
+pub async fn diagnose(k8s: &K8s, target: &Target) -> Result<Diagnosis> {
+    let (mut snap, mut notes) = read_objects(k8s, target).await?;
+    let ns = snap.namespace.clone();
     let pending = snap.all_pods().any(pods::unscheduled);
     if pending {
         match k8s.list_cluster_scoped(&core("Node", "nodes")).await {
@@ -604,7 +614,11 @@ fn kept_log_idle(target: &Target, snap: &Snapshot) -> Option<Duration> {
 
 /// The driver log: the run directory's kept copy, else the dashboard of a cluster whose
 /// head is ready; the note says which, or why there is none.
-async fn driver_log_text(k8s: &K8s, target: &Target, snap: &Snapshot) -> (Option<String>, String) {
+pub(crate) async fn driver_log_text(
+    k8s: &K8s,
+    target: &Target,
+    snap: &Snapshot,
+) -> (Option<String>, String) {
     if let Some(record) = &target.record
         && let Some(text) = crate::launch::attach::local_log(record)
     {

@@ -440,6 +440,91 @@ pub mod diagnose_module {
         )
     }
 
+    /// Collect every log of a run into `dir` (under the working directory; created,
+    /// must be empty), as `nrl logs --collect DIR RUN_ID` does: the driver log, each
+    /// pod's container logs (previous ones of restarted containers), objects, events,
+    /// each Ray node's session logs, and `index.md`. Returns
+    /// `#{dir, archive, bytes, files: [#{path, bytes, source, note}], skipped: [#{what, why}]}`.
+    ///
+    /// ```rhai
+    /// let c = diagnose::collect("grpo-20260101-120000-ab12", "postmortem");
+    /// print(`${c.files.len()} files, ${c.skipped.len()} not fetched`);
+    /// ```
+    #[rhai_fn(name = "collect", return_raw)]
+    pub fn collect_run(ctx: NativeCallContext, id: &str, dir: &str) -> RhaiResult<Map> {
+        at(
+            ctx.call_position(),
+            collect_run_with_impl(&ctx, id, dir, &Map::new()),
+        )
+    }
+
+    /// `collect(id, dir)` with options: `tar` (write `dir.tar.gz` instead),
+    /// `max_file_mib` (keep at most the last N MiB of each file; default 16).
+    ///
+    /// ```rhai
+    /// let c = diagnose::collect(args.run, "postmortem", #{ tar: true });
+    /// print(c.archive);
+    /// ```
+    #[rhai_fn(name = "collect", return_raw)]
+    pub fn collect_run_with(
+        ctx: NativeCallContext,
+        id: &str,
+        dir: &str,
+        options: Map,
+    ) -> RhaiResult<Map> {
+        at(
+            ctx.call_position(),
+            collect_run_with_impl(&ctx, id, dir, &options),
+        )
+    }
+
+    /// Collect the logs of what the recipe renders (its RayJob and RayClusters, by name)
+    /// into `dir`. Options: `role` (only that role's cluster), `tar`, `max_file_mib`.
+    ///
+    /// ```rhai
+    /// let cfg = recipe("recipe.yaml", #{ infra: "infra.yaml" });
+    /// let c = diagnose::collect(cfg, "gen-logs", #{ role: "generation" });
+    /// ```
+    #[rhai_fn(name = "collect", return_raw)]
+    pub fn collect_config(
+        ctx: NativeCallContext,
+        cfg: Config,
+        dir: &str,
+        options: Map,
+    ) -> RhaiResult<Map> {
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Map> {
+                let h = host(&ctx)?;
+                let o = Options::new(
+                    "diagnose::collect",
+                    &options,
+                    &["role", "tar", "max_file_mib"],
+                )?;
+                let opts = collect_options(&h, dir, &o)?;
+                let role = match o.str("role") {
+                    None => None,
+                    Some(r) => Some(crate::config::schema::Role::parse(&r).ok_or_else(|| {
+                        usage(
+                            "nrl::script::option",
+                            format!("unknown role `{r}`"),
+                            "one of generation, gym, training",
+                        )
+                    })?),
+                };
+                let k = h.k8s()?;
+                let target = crate::launch::collect::CollectTarget::Recipe {
+                    cfg: cfg.loaded(),
+                    recipe: cfg.request().recipe.display().to_string(),
+                    role,
+                };
+                let report =
+                    h.block_on(crate::launch::collect::collect(Some(&k), &target, &opts))?;
+                Ok(report_map(&report))
+            })(),
+        )
+    }
+
     /// Diagnose what the recipe renders on the cluster (its RayJob and RayClusters, by
     /// name): an array of findings, empty when nothing is wrong.
     #[rhai_fn(global, name = "diagnose", return_raw)]
@@ -456,4 +541,82 @@ pub mod diagnose_module {
             })(),
         )
     }
+}
+
+fn collect_options(
+    h: &crate::script::host::Host,
+    dir: &str,
+    o: &Options,
+) -> RhaiResult<crate::launch::collect::CollectOptions> {
+    let mut opts =
+        crate::launch::collect::CollectOptions::new(super::util::confined(h, dir).map_err(fail)?);
+    opts.tar = o.bool("tar", false)?;
+    if let Some(mib) = o.int("max_file_mib")? {
+        if mib < 1 {
+            return Err(usage(
+                "nrl::script::option",
+                format!("max_file_mib must be at least 1, not {mib}"),
+                "e.g. #{ max_file_mib: 16 }",
+            ));
+        }
+        opts.max_file_bytes = (mib as u64).saturating_mul(1 << 20);
+    }
+    Ok(opts)
+}
+
+fn collect_run_with_impl(
+    ctx: &NativeCallContext,
+    id: &str,
+    dir: &str,
+    options: &Map,
+) -> RhaiResult<Map> {
+    let h = host(ctx)?;
+    let o = Options::new("diagnose::collect", options, &["tar", "max_file_mib"])?;
+    let opts = collect_options(&h, dir, &o)?;
+    let store = crate::launch::records::RunStore::from_env(&*h.opts.env).map_err(fail)?;
+    let local = match store.load(id) {
+        Ok(r) => Some(r),
+        Err(e) if e.code == crate::launch::records::CODE_NOT_FOUND => None,
+        Err(e) => return Err(fail(e)),
+    };
+    let report = match local {
+        // A run off Kubernetes needs no cluster client.
+        Some(record) if !record.kind.is_on_kubernetes() => {
+            h.block_on(crate::launch::collect::collect(
+                None,
+                &crate::launch::collect::CollectTarget::Run(&record),
+                &opts,
+            ))?
+        }
+        local => {
+            let k = h.k8s()?;
+            h.block_on(async {
+                let record = match local {
+                    Some(r) => r,
+                    None => {
+                        crate::launch::records::cluster_copy::find_run(
+                            &store,
+                            Some(&k),
+                            &k.namespace,
+                            id,
+                        )
+                        .await?
+                    }
+                };
+                crate::launch::collect::collect(
+                    Some(&k),
+                    &crate::launch::collect::CollectTarget::Run(&record),
+                    &opts,
+                )
+                .await
+            })?
+        }
+    };
+    Ok(report_map(&report))
+}
+
+fn report_map(report: &crate::launch::collect::CollectReport) -> Map {
+    crate::script::convert::json_to_dynamic(&report.to_json())
+        .try_cast::<Map>()
+        .unwrap_or_default()
 }
