@@ -248,6 +248,17 @@ impl ExecSession {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        // A container's processes start with every signal at its default action; the test
+        // runner's may not (a shell's background job ignores SIGINT and SIGQUIT, and
+        // ignored signals survive exec — a shell cannot even trap them then).
+        // SAFETY: signal() is async-signal-safe, fit for pre_exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         Ok(cmd)
     }
 
