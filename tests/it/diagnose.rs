@@ -541,3 +541,42 @@ fn the_kept_driver_log_is_read_for_its_findings_and_facts() {
     let (_, json_out, _) = diagnose(&ctx, &["-o", "json"]);
     assert_eq!(codes(&json_out), ["nrl::diagnose::cuda_oom"]);
 }
+
+/// The postmortem playbook on a real failure: the newest failed run from `run::list`, its
+/// findings from `diagnose::run` (as `nrl diagnose` prints them) and its logs gathered
+/// with `diagnose::collect`, exit 1 because something is wrong.
+#[test]
+fn the_postmortem_playbook_diagnoses_and_collects_the_last_failed_run() {
+    let fake = FakeK8s::start();
+    fake.set_pod_fate("ray.io/node-type=worker", PodFate::OomKilled);
+    launch(&fake, "rj", 1, waiting("CrashLoopBackOff"));
+    let ctx = TestContext::with_fake(&fake);
+    record(&ctx, "rj", Some(""));
+    // The record says failed, so `--last-failed` picks it.
+    let path = ctx.home().join(format!(".cache/nrl/runs/{RUN}.json"));
+    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    rec["status"] = "failed".into();
+    std::fs::write(&path, rec.to_string()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postmortem.rhai");
+    let out = ctx
+        .nrl()
+        .current_dir(work.path())
+        .arg("script")
+        .arg(&script)
+        .args(["--", "--last-failed", "--collect", "pm"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with(&format!("run {RUN}\n")), "{stdout}");
+    assert!(stdout.contains("nrl::diagnose::oom_killed"), "{stdout}");
+    assert!(stdout.contains("see index.md"), "{stdout}");
+    let index = std::fs::read_to_string(work.path().join("pm/index.md")).unwrap();
+    assert!(index.contains("pods/"), "{index}");
+}

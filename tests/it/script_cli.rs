@@ -609,6 +609,7 @@ fn the_readme_playbook_commands_run_as_written() {
     let commands = readme_commands("### Playbooks", "### Gym benchmark runs");
     // These reach a dashboard, a dev pod, or run the training locally.
     let needs_a_cluster_or_runs_training = [
+        "nrl script scripts/postmortem.rhai -- --last-failed --collect postmortem",
         "nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc",
         "nrl script scripts/dev_loop.rhai -- --sync nemo_rl --sync tests --cmd uv run pytest -x tests/unit",
         "nrl script scripts/dev_loop.rhai -- --local --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml",
