@@ -105,6 +105,22 @@ fn two_runs_differ_key_by_key_with_the_line_that_set_each_side() {
     assert_eq!(v["changes"][0]["a"], 2);
     assert_eq!(v["changes"][0]["b_set_by"]["layer"], "override");
 
+    // `run::diff` in a playbook is the same comparison, as data.
+    let script = ctx.home().join("diff.rhai");
+    std::fs::write(
+        &script,
+        r#"print(dump_json(run::diff("qs-diff-a", "qs-diff-b")));"#,
+    )
+    .unwrap();
+    let out = ctx.nrl().arg("script").arg(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_script: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_script, v);
+
     // The same run against itself has nothing to show.
     let (code, stdout, _) = diff(&ctx, &["qs-diff-a", "qs-diff-a"]);
     assert_eq!(code, Some(0));

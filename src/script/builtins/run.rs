@@ -21,6 +21,7 @@ use super::config::Config;
 use super::options::Options;
 use super::ray::Submission;
 use crate::diag::Diag;
+use crate::launch::diff::{DiffTarget, diff_launches};
 use crate::launch::local;
 use crate::launch::local::process::Interrupts;
 use crate::launch::ray_run::{self, RayEnded, RayRun};
@@ -135,6 +136,53 @@ pub mod run_module {
     #[rhai_fn(name = "list", return_raw)]
     pub fn list_with(ctx: NativeCallContext, options: Map) -> RhaiResult<Array> {
         at(ctx.call_position(), list_runs(&ctx, &options))
+    }
+
+    /// What changed between two recorded runs, as `nrl diff A B` compares them (from
+    /// their launch snapshots): `#{a, b, changes: [#{section, key, a, b, a_set_by,
+    /// b_set_by}]}`, `changes` empty when they are the same launch.
+    ///
+    /// ```rhai
+    /// let d = run::diff("grpo-20261201-090000-ab12", "grpo-20261202-100000-cd34");
+    /// for c in d.changes { print(`${c.key}: ${c.a} -> ${c.b}`); }
+    /// ```
+    #[rhai_fn(name = "diff", return_raw)]
+    pub fn diff_runs(ctx: NativeCallContext, a: &str, b: &str) -> RhaiResult<Dynamic> {
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Dynamic> {
+                let store = store_of(&*host(&ctx)?)?;
+                let d = diff_launches(&store, a, &DiffTarget::Run(b)).map_err(fail)?;
+                Ok(to_dynamic(&d))
+            })(),
+        )
+    }
+
+    /// Run `a` against a recipe as it would launch now (`nrl diff A RECIPE …`): the
+    /// config's recipe, infra and overrides, its code read from the working directory.
+    ///
+    /// ```rhai
+    /// let cfg = recipe("recipe.yaml", #{infra: "infra.yaml"});
+    /// if run::diff("grpo-20261201-090000-ab12", cfg).changes.is_empty() { print("same launch"); }
+    /// ```
+    #[rhai_fn(name = "diff", return_raw)]
+    pub fn diff_config(ctx: NativeCallContext, a: &str, cfg: Config) -> RhaiResult<Dynamic> {
+        at(
+            ctx.call_position(),
+            (|| -> RhaiResult<Dynamic> {
+                let h = host(&ctx)?;
+                let store = store_of(&h)?;
+                let request = cfg.request();
+                let target = DiffTarget::Config {
+                    cfg: cfg.loaded(),
+                    infra: request.infra.as_deref(),
+                    overrides: &request.overrides,
+                    repo_root: &h.opts.workdir,
+                };
+                let d = diff_launches(&store, a, &target).map_err(fail)?;
+                Ok(to_dynamic(&d))
+            })(),
+        )
     }
 
     /// The record of run `id` as a map; an error when there is none.
