@@ -948,3 +948,71 @@ fn a_local_smoke_test_relaunches_as_a_rayjob() {
         text(&out.stderr)
     );
 }
+
+/// `nrl diagnose` end to end on a real failure: a RayJob whose driver (run by the real
+/// Ray head, through the fake's port-forward) reports a W&B run and then raises. The
+/// finding names the exception and the user's innermost frame, from the real Python
+/// traceback in the log nrl kept; the W&B URL is among the notes.
+#[test]
+fn diagnose_explains_a_real_python_failure_from_the_kept_driver_log() {
+    let Some(w) = world() else { return };
+    let code = tempfile::tempdir().unwrap();
+    let dir = code.path().join("examples/quickstart");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["recipe.yaml", "base.yaml", "infra.yaml"] {
+        std::fs::copy(repo().join("examples/quickstart").join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.join("train.py"),
+        "import sys\n\
+         print('wandb: 🚀 View run at https://wandb.ai/rl-team/grpo/runs/e2e42x', flush=True)\n\
+         def reward(batch):\n    return batch['scores'][3]\n\
+         def step(n):\n    return reward({'scores': [0.1] * n})\n\
+         print('step 1/4', flush=True)\n\
+         step(2)\n",
+    )
+    .unwrap();
+    let run = id("qs-raise");
+    let out = w
+        .ctx
+        .nrl()
+        .arg("run")
+        .arg(dir.join("recipe.yaml"))
+        .arg("--infra")
+        .arg(dir.join("infra.yaml"))
+        .args(["--run-id", &run, "--ttl", "0", "--repo-root"])
+        .arg(code.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+
+    let out = w
+        .ctx
+        .nrl()
+        .args(["diagnose", &run, "-o", "json"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let traceback = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "nrl::diagnose::python_traceback")
+        .unwrap_or_else(|| panic!("no traceback finding: {stdout}"));
+    let message = traceback["message"].as_str().unwrap();
+    assert!(
+        message.contains("IndexError: list index out of range"),
+        "{message}"
+    );
+    assert!(traceback.to_string().contains("train.py"), "{traceback}");
+    assert!(
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "W&B run: https://wandb.ai/rl-team/grpo/runs/e2e42x"),
+        "{stdout}"
+    );
+}
