@@ -435,3 +435,57 @@ fn the_script_built_in_collects_the_same_files() {
     assert!(work.path().join("pm2.tar.gz").is_file());
     assert!(!work.path().parent().unwrap().join("outside").exists());
 }
+
+/// With a recipe, the RayJob it renders is found by name (`${user:}-quickstart`) and its
+/// pods are collected, as for a run id; a role the recipe does not have is refused.
+#[test]
+fn collect_a_recipe_finds_what_it_renders_by_name() {
+    let fake = FakeK8s::start();
+    fake.set_pod_fate("ray.io/node-type=worker", PodFate::CrashLoopBackOff);
+    fake.put(rayjob("alice-quickstart", 1));
+    let ok = fake.wait_until_blocking(Duration::from_secs(30), |f| {
+        let heads = f.pods("default", "ray.io/node-type=head");
+        let workers = f.pods("default", "ray.io/node-type=worker");
+        heads.len() == 1
+            && heads[0].pointer("/status/phase") == Some(&json!("Running"))
+            && workers.len() == 1
+            && workers[0].pointer("/status/containerStatuses/0/state/waiting/reason")
+                == Some(&json!("CrashLoopBackOff"))
+    });
+    assert!(ok, "pods never settled");
+    let ctx = TestContext::with_fake(&fake).timeout(Duration::from_secs(120));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("qs-logs");
+    let recipe = [
+        "examples/quickstart/recipe.yaml",
+        "--infra",
+        "examples/quickstart/infra.yaml",
+    ];
+    let ran = ctx
+        .nrl()
+        .args(["logs", "--collect"])
+        .arg(&out)
+        .args(recipe)
+        .args(["--role", "training"])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}\n{}", ran.stdout, ran.stderr);
+    let got = files(&out);
+    let pods: Vec<&String> = got.iter().filter(|f| f.starts_with("pods/")).collect();
+    let index = std::fs::read_to_string(out.join("index.md")).unwrap();
+    assert_eq!(pods.len(), 2, "head and worker: {got:#?}\n{index}");
+    assert!(
+        pods.iter().all(|p| p.contains("alice-quickstart")),
+        "{got:#?}"
+    );
+    let index = std::fs::read_to_string(out.join("index.md")).unwrap();
+    assert!(index.contains("alice-quickstart"), "{index}");
+
+    let ran = ctx
+        .nrl()
+        .args(["logs", "--collect"])
+        .arg(tmp.path().join("gym-logs"))
+        .args(recipe)
+        .args(["--role", "gym"])
+        .run();
+    assert_eq!(ran.code, Some(2), "{}\n{}", ran.stdout, ran.stderr);
+}
