@@ -1,10 +1,9 @@
 //! `nrl check`: validate a recipe + infra pair and show what would be applied.
 
-use std::path::PathBuf;
-
 use clap::{Args, ValueEnum};
 
 use super::common::RecipeArgs;
+use super::value_parsers::OutputTarget;
 use crate::diag::{Exit, Result};
 use crate::doctor;
 use crate::launch::check::{Checked, bundle, check, written_secrets_warning};
@@ -24,16 +23,18 @@ pub enum Format {
   nrl check recipe.yaml --infra infra.yaml
   nrl check recipe.yaml --infra infra.yaml --manifests-only
   nrl check recipe.yaml --infra infra.yaml -o bundle.json
+  nrl check recipe.yaml --infra infra.yaml -o - --format json | jq .config.infra
   nrl check recipe.yaml --infra infra.yaml --explain infra.kuberay.training.name
   nrl check recipe.yaml --infra infra.yaml policy.optimizer.kwargs.lr=3e-4 infra.labels.team=rl
   nrl check recipe.yaml --infra infra.yaml --skip-doctor")]
 pub struct CheckArgs {
     #[command(flatten)]
     pub recipe: RecipeArgs,
-    /// Write the output to FILE instead of stdout (its directory must exist; never one of
-    /// the input files).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write the full bundle (config + manifests) to FILE, or to stdout with `-` (a
+    /// file's directory must exist; never one of the input files). With
+    /// --manifests-only, the manifests instead.
+    #[arg(short, long, value_name = "FILE|-", value_parser = super::value_parsers::parse_output_target)]
+    pub output: Option<OutputTarget>,
     /// Bundle format (default: from the -o extension; .json is JSON, anything else YAML).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -86,7 +87,7 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
     if args.manifests_only {
         let text = emit::to_yaml_stream(&checked.manifests);
         match &args.output {
-            Some(path) => {
+            Some(OutputTarget::File(path)) => {
                 write_output(path, &text, &checked.config.input_files())?;
                 crate::outln!(
                     "wrote {} manifest(s) to {}",
@@ -97,11 +98,15 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
                     crate::errln!("{warning}");
                 }
             }
-            None => crate::out!("{text}"),
+            Some(OutputTarget::Stdout) | None => crate::out!("{text}"),
         }
         return Ok(());
     }
-    if let Some(path) = &args.output {
+    if let Some(target) = &args.output {
+        let path = match target {
+            OutputTarget::File(path) => path.as_path(),
+            OutputTarget::Stdout => std::path::Path::new("-"),
+        };
         let format = args.format.unwrap_or_else(|| {
             if path.extension().is_some_and(|e| e == "json") {
                 Format::Json
@@ -114,6 +119,10 @@ fn emit_output(args: &CheckArgs, checked: &Checked) -> Result<()> {
             Format::Json => emit::to_json(&b, true),
             Format::Yaml => emit::to_yaml(&b),
         };
+        if *target == OutputTarget::Stdout {
+            crate::out!("{text}");
+            return Ok(());
+        }
         write_output(path, &text, &checked.config.input_files())?;
         crate::outln!(
             "wrote full config + {} manifest(s) to {}",

@@ -32,3 +32,55 @@ pub fn parse_seconds(s: &str) -> std::result::Result<std::time::Duration, String
         )),
     }
 }
+
+/// Where `check -o` writes: a file, or stdout (`-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    Stdout,
+    File(std::path::PathBuf),
+}
+
+/// kubectl's `-o` words: taken as file names they would write a file called `json`.
+const FORMAT_WORDS: &[&str] = &["json", "yaml", "yml", "table", "wide", "name"];
+
+/// `check -o FILE` (nrl-k8s's flag): a path, `-` for stdout; a bare format word is
+/// refused with the spelling that does what it likely meant.
+pub fn parse_output_target(text: &str) -> std::result::Result<OutputTarget, String> {
+    if text == "-" {
+        return Ok(OutputTarget::Stdout);
+    }
+    if FORMAT_WORDS.contains(&text) {
+        let format = if text == "json" { "json" } else { "yaml" };
+        return Err(format!(
+            "`{text}` would be the name of the file to write, not a format; \
+             for stdout use `-o - --format {format}`, for a file `-o bundle.{format}` \
+             (or `-o ./{text}` if you mean a file of that name)"
+        ));
+    }
+    Ok(OutputTarget::File(std::path::PathBuf::from(text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_targets_are_files_stdout_or_refused_format_words() {
+        assert_eq!(parse_output_target("-"), Ok(OutputTarget::Stdout));
+        assert_eq!(
+            parse_output_target("out/b.json"),
+            Ok(OutputTarget::File("out/b.json".into()))
+        );
+        assert_eq!(
+            parse_output_target("./json"),
+            Ok(OutputTarget::File("./json".into()))
+        );
+        let e = parse_output_target("json").unwrap_err();
+        assert!(e.contains("`-o - --format json`"), "{e}");
+        assert!(
+            parse_output_target("yaml")
+                .unwrap_err()
+                .contains("--format yaml")
+        );
+    }
+}

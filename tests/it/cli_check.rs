@@ -575,3 +575,34 @@ fn the_readme_quick_start_commands_run_without_a_cluster() {
         );
     }
 }
+
+/// `-o -` writes the bundle to stdout (JSON with `--format json`); a bare format word is
+/// not taken as a file name (nrl-k8s would write a YAML file called `json`).
+#[test]
+fn output_dash_is_stdout_and_a_bare_format_word_is_refused() {
+    let ctx = TestContext::new();
+    let pair = [
+        "check",
+        "examples/quickstart/recipe.yaml",
+        "--infra",
+        "examples/quickstart/infra.yaml",
+    ];
+    let ran = ctx
+        .nrl()
+        .args(pair)
+        .args(["-o", "-", "--format", "json"])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let bundle: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(bundle["infra"]["namespace"], "default");
+    assert!(
+        bundle["manifests"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+    );
+
+    let ran = ctx.nrl().args(pair).args(["-o", "json"]).run();
+    assert_eq!(ran.code, Some(2));
+    assert!(!ctx.home().join("json").exists() && !std::path::Path::new("json").exists());
+    snapshot!(ctx, ran.stderr);
+}
