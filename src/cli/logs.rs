@@ -41,7 +41,7 @@ keeps at most its last --max-file-mib MiB. --tar writes DIR.tar.gz instead.
 Examples:
   nrl logs recipe.yaml --infra infra.yaml --role gym
   nrl logs recipe.yaml --infra infra.yaml --role training --source head -f
-  nrl logs recipe.yaml --infra infra.yaml --role generation --source worker --tail 50 --container ray-worker
+  nrl logs recipe.yaml --infra infra.yaml --role generation --source worker --tail 50
   nrl logs --collect ./postmortem grpo-20260101-120000-ab12
   nrl logs --collect ./postmortem --tar grpo-20260101-120000-ab12
   nrl logs --collect ./gen-logs recipe.yaml --infra infra.yaml --role generation")]

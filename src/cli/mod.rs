@@ -8,6 +8,7 @@ use crate::diag::{Exit, Result};
 pub mod check;
 pub mod cluster;
 pub mod common;
+pub mod completions;
 pub mod dashboard;
 pub mod dev;
 pub mod diagnose;
@@ -25,9 +26,14 @@ pub mod script;
 pub mod status;
 pub mod value_parsers;
 
+/// The widest help text gets: wider terminals leave the lines at this length, so
+/// examples written to fit are never wrapped.
+pub const HELP_WIDTH: usize = 100;
+
 /// Launch, watch and debug NeMo-RL and NeMo Gym runs on Kubernetes.
 #[derive(Debug, Parser)]
-#[command(name = "nrl", version, about, long_about = None, propagate_version = true)]
+#[command(name = "nrl", version, about, long_about = None, propagate_version = true,
+          max_term_width = HELP_WIDTH)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -68,6 +74,10 @@ pub enum Command {
     Gym(gym::GymArgs),
     /// An interactive Rhai console onto the same built-ins (completion, hints, history).
     Repl(repl::ReplArgs),
+    /// Print the shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(completions::CompletionsArgs),
+    /// Man pages: nrl(1) on stdout, or every command's page into a directory.
+    Man(completions::ManArgs),
 }
 
 /// Run a parsed command line.
@@ -88,6 +98,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Script(args) => script::run(args),
         Command::Gym(args) => gym::run(args),
         Command::Repl(args) => repl::run(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     }
 }
 
@@ -123,5 +135,31 @@ mod tests {
             walk(sub, "nrl", &mut missing);
         }
         assert!(missing.is_empty(), "no example in: {missing:?}");
+    }
+
+    /// Help is wrapped at the terminal's width (at most 100 columns): an example line
+    /// longer than that would be broken in the middle of a command, and a copied line
+    /// would run a different command. Examples fit in 98 columns (2 of indent).
+    #[test]
+    fn help_examples_fit_on_one_line() {
+        let mut cli = Cli::command();
+        cli.build();
+        fn walk(cmd: &clap::Command, long: &mut Vec<String>) {
+            if let Some(help) = cmd.get_after_help() {
+                for line in help.to_string().lines() {
+                    let command = line.trim_start();
+                    let is_example = command.starts_with("nrl ") || command.contains(" nrl ");
+                    if is_example && line.chars().count() > super::HELP_WIDTH - 2 {
+                        long.push(line.to_string());
+                    }
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, long);
+            }
+        }
+        let mut long = Vec::new();
+        walk(&cli, &mut long);
+        assert!(long.is_empty(), "examples that would wrap: {long:#?}");
     }
 }

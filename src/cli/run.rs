@@ -50,7 +50,7 @@ Examples:
   nrl run recipe.yaml --infra infra.yaml --raycluster --mode batch --code-path /opt/nemo-rl
   nrl run recipe.yaml --infra infra.yaml --raycluster --replace --skip-daemons
   nrl run examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml --local
-  nrl run recipe.yaml --infra infra.yaml --local grpo.max_num_steps=2 infra.launch.env.WANDB_MODE=offline
+  nrl run recipe.yaml --infra infra.yaml --local infra.launch.env.WANDB_MODE=offline
   nrl run recipe.yaml --infra infra.yaml --ray-address http://127.0.0.1:8265
   nrl run recipe.yaml --infra infra.yaml --dry-run --rayjob-name my-job --ttl 600
   nrl run recipe.yaml --infra infra.yaml --local --run-id grpo-try-3 --repo-root ~/nemo-rl

@@ -34,14 +34,16 @@ Exit codes: 0 the script finished; n after exit(n); 1 an uncaught error or a lim
 (--max-operations, --max-seconds, sizes); 2 a syntax error or bad arguments; 130 Ctrl-C.
 
 Examples:
-  nrl script scripts/launch.rhai -- --recipe examples/quickstart/recipe.yaml --infra examples/quickstart/infra.yaml
+  nrl script scripts/launch.rhai -- --recipe examples/quickstart/recipe.yaml \\
+      --infra examples/quickstart/infra.yaml
   nrl script scripts/launch.rhai --dry-run -- --recipe r.yaml --infra i.yaml grpo.max_num_steps=5
   nrl script scripts/launch.rhai -- --help
   nrl script scripts/postmortem.rhai -- --address http://127.0.0.1:8265 --job raysubmit_abc
   nrl script scripts/disagg_first_launch.rhai --dry-run -- --recipe r.yaml --infra disagg.yaml
   nrl script scripts/dev_loop.rhai -- --sync nemo_rl --cmd 'uv run pytest -x tests/unit'
   nrl script scripts/sweep.rhai --dry-run --max-seconds 60 -- --recipe r.yaml --infra i.yaml
-  nrl script scripts/postmortem.rhai --dry-run --allow-reads -- --address http://127.0.0.1:8265 --job raysubmit_abc
+  nrl script scripts/postmortem.rhai --dry-run --allow-reads -- \\
+      --address http://127.0.0.1:8265 --job raysubmit_abc
   nrl script --builtins k8s
   nrl script --builtins -o json
   nrl script doc nrl/sweep

@@ -7,6 +7,7 @@
 mod support;
 
 mod cli_check;
+mod cli_completions;
 mod cli_doctor;
 mod cluster_cli;
 mod dev;
