@@ -11,7 +11,8 @@ fn main() {
     // nrl's own process: local runs may make it a child subreaper (not in a test harness,
     // where unrelated tests' orphans would become its zombies).
     nrl::launch::local::reaper::allow_subreaper();
-    let cli = nrl::cli::Cli::parse();
+    let cli =
+        nrl::cli::Cli::parse_from(nrl::cli::hoist_cluster_flags(std::env::args_os().collect()));
     let code = match nrl::cli::run(cli) {
         Ok(exit) => exit.code(),
         Err(diag) => {

@@ -80,6 +80,60 @@ pub enum Command {
     Man(completions::ManArgs),
 }
 
+/// The cluster flags every cluster command takes, with a value each.
+const KUBE_FLAGS: &[&str] = &[
+    "--context",
+    "-n",
+    "--namespace",
+    "--kubeconfig",
+    "--request-timeout",
+    "--watch-timeout",
+];
+
+/// kubectl lets cluster flags come first (`kubectl --context prod -n team get pods`);
+/// so does nrl: flags of [`KUBE_FLAGS`] before the command are moved to just after the
+/// command's path (`nrl --context prod cluster list` is `nrl cluster list --context
+/// prod`), where the command defines them. Anything else is left as it is, so clap
+/// reports what does not parse.
+pub fn hoist_cluster_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some((program, rest)) = args.split_first() else {
+        return args;
+    };
+    let mut hoisted = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let Some(word) = rest[i].to_str() else { break };
+        let flag = word.split_once('=').map_or(word, |(f, _)| f);
+        if !KUBE_FLAGS.contains(&flag) {
+            break;
+        }
+        hoisted.push(rest[i].clone());
+        if !word.contains('=') && i + 1 < rest.len() {
+            hoisted.push(rest[i + 1].clone());
+            i += 1;
+        }
+        i += 1;
+    }
+    if hoisted.is_empty() {
+        return args;
+    }
+    // The command path: the words after the flags that name a subcommand, level by level.
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut end = i;
+    while let Some(word) = rest.get(end).and_then(|w| w.to_str()) {
+        let Some(sub) = cmd.find_subcommand(word).cloned() else {
+            break;
+        };
+        cmd = sub;
+        end += 1;
+    }
+    let mut out = vec![program.clone()];
+    out.extend_from_slice(&rest[i..end]);
+    out.extend(hoisted);
+    out.extend_from_slice(&rest[end..]);
+    out
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
@@ -105,7 +159,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
 
     use super::Cli;
 
@@ -140,6 +194,54 @@ mod tests {
     /// Help is wrapped at the terminal's width (at most 100 columns): an example line
     /// longer than that would be broken in the middle of a command, and a copied line
     /// would run a different command. Examples fit in 98 columns (2 of indent).
+    #[test]
+    fn cluster_flags_before_the_command_move_after_its_path() {
+        let hoist = |words: &[&str]| -> Vec<String> {
+            super::hoist_cluster_flags(words.iter().map(Into::into).collect())
+                .into_iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            hoist(&[
+                "nrl",
+                "--context",
+                "prod",
+                "-n",
+                "team-a",
+                "cluster",
+                "list"
+            ]),
+            [
+                "nrl",
+                "cluster",
+                "list",
+                "--context",
+                "prod",
+                "-n",
+                "team-a"
+            ]
+        );
+        assert_eq!(
+            hoist(&["nrl", "--namespace=x", "job", "logs", "r-1", "-f"]),
+            ["nrl", "job", "logs", "--namespace=x", "r-1", "-f"]
+        );
+        // Nothing before the command, or another flag first: unchanged.
+        for words in [
+            &["nrl", "runs", "-n", "x"][..],
+            &["nrl", "--version"],
+            &["nrl", "--context"],
+        ] {
+            assert_eq!(hoist(words), words);
+        }
+        let cli =
+            Cli::try_parse_from(hoist(&["nrl", "-n", "team-a", "runs", "--no-refresh"])).unwrap();
+        match cli.command {
+            super::Command::Runs(a) => assert_eq!(a.kube.namespace.as_deref(), Some("team-a")),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn help_examples_fit_on_one_line() {
         let mut cli = Cli::command();

@@ -146,6 +146,14 @@ fn runs_show_the_cluster_copies_with_a_namespace_and_filter() {
             "grpo-rj-invalid failed local"
         ]
     );
+    // kubectl's order works too: the cluster flags before the command.
+    let out = ctx
+        .nrl()
+        .args(["-n", "default", "runs", "-o", "json", "--status", "failed"])
+        .output()
+        .unwrap();
+    let before: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(before.as_array().map(Vec::len), Some(2), "{before}");
     // Without --context/-n only this machine's records; --no-refresh: as recorded.
     assert_eq!(
         ids(&["-o", "json", "--no-refresh", "--status", "running"]),
