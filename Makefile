@@ -1,7 +1,8 @@
 # `make test` is the project's one test command (README, .ci/run). It prepares what the
 # tests need — a Python venv with ray[default] (the real Ray head), omegaconf and hydra-core
-# at NeMo-RL's versions (the oracles for recipe loading and Hydra arguments) and jsonschema
-# (an independent validator) — then runs every test.
+# at NeMo-RL's versions (the oracles for recipe loading and Hydra arguments), jsonschema
+# (an independent validator) and maturin (the wheel the install test builds) — then runs
+# every test.
 
 VENV ?= .venv
 RAY  := $(VENV)/bin/ray
@@ -12,8 +13,8 @@ PY   := $(VENV)/bin/python
 # take no `--test-threads`.)
 TEST_THREADS ?= 6
 # NeMo-RL's lock: omegaconf 2.3.0 with hydra-core 1.3.2.
-PY_DEPS := "ray[default]" omegaconf==2.3.0 hydra-core==1.3.2 jsonschema
-STAMP := $(VENV)/.nrl-deps-1
+PY_DEPS := "ray[default]" omegaconf==2.3.0 hydra-core==1.3.2 jsonschema maturin
+STAMP := $(VENV)/.nrl-deps-2
 
 .PHONY: test lint venv ray-venv bench
 

@@ -22,6 +22,7 @@ mod fake_k8s;
 mod gym_cli;
 mod gym_e2e;
 mod gym_parity;
+mod install;
 mod k8s_layer;
 mod launch_fake;
 mod launch_rayjob;
