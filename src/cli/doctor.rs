@@ -31,6 +31,7 @@ cluster could not be reached.
 Examples:
   nrl doctor recipe.yaml --infra infra.yaml
   nrl doctor recipe.yaml --infra infra.yaml --offline
+  nrl doctor recipe.yaml --infra infra.yaml --offline -o json | jq '.findings[].code'
   nrl doctor recipe.yaml --infra infra.yaml --context prod-gb300 cluster.num_nodes=8
   nrl doctor recipe.yaml --infra infra.yaml --code-source upload --repo-root ~/RL
   nrl doctor --rules")]
@@ -59,6 +60,10 @@ pub struct DoctorArgs {
     /// List every rule code with its severity and what it checks, then exit.
     #[arg(long)]
     pub rules: bool,
+    /// Output format: the report (`table`), or the findings as JSON or YAML (`code`,
+    /// `severity`, `message`, `location`, `fix`, `notes`, `related`).
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: super::common::Output,
 }
 
 fn parse_code_source(s: &str) -> std::result::Result<CodeSource, String> {
@@ -113,21 +118,29 @@ pub fn run(args: DoctorArgs) -> Result<Exit> {
         let manifests = doctor::preflight_manifests(&checked.config, &checked.manifests);
         match preflight(&checked.config, &manifests, &args.kube) {
             Ok((k8s, pre)) => {
-                crate::outln!("preflight: {}", k8s.banner());
+                if args.output == super::common::Output::Table {
+                    crate::outln!("preflight: {}", k8s.banner());
+                }
                 report.merge(pre);
             }
             Err(d) => {
-                crate::out!(
-                    "{}",
-                    report.render_as(color, width, "doctor (offline rules only)")
-                );
+                match args.output.data(&report.to_json()) {
+                    Some(text) => crate::outln!("{text}"),
+                    None => crate::out!(
+                        "{}",
+                        report.render_as(color, width, "doctor (offline rules only)")
+                    ),
+                }
                 return Err(d.note(
                     "the preflight could not run; the offline rules' report is above (`--offline` skips the preflight)",
                 ));
             }
         }
     }
-    crate::out!("{}", report.render(color, width));
+    match args.output.data(&report.to_json()) {
+        Some(text) => crate::outln!("{text}"),
+        None => crate::out!("{}", report.render(color, width)),
+    }
     Ok(report.exit())
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use super::common::Output;
 use super::value_parsers::{
     parse_duration, parse_env_arg, parse_metadata_arg, parse_resources_arg,
 };
@@ -47,7 +48,9 @@ Examples:
   nrl job submit --submission-id sweep-7 --no-wait -- 'bash run.sh && echo done'")]
     Submit(SubmitArgs),
     /// List the jobs the dashboard knows.
-    #[command(after_help = "Example:\n  nrl job list --address http://127.0.0.1:8265")]
+    #[command(
+        after_help = "Examples:\n  nrl job list --address http://127.0.0.1:8265\n  nrl job list --address http://127.0.0.1:8265 -o json"
+    )]
     List(ListArgs),
     /// Show one job's status and details.
     #[command(
@@ -144,6 +147,10 @@ pub struct SubmitArgs {
 pub struct ListArgs {
     #[command(flatten)]
     pub connection: RayConnectionArgs,
+    /// Output format; json and yaml carry the fields of Ray's Job API as it sends them
+    /// (`submission_id`, `status`, `start_time`, … in epoch milliseconds).
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: Output,
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +159,9 @@ pub struct StatusArgs {
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
+    /// Output format; json and yaml carry the fields of Ray's Job API.
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: Output,
 }
 
 #[derive(Debug, Args)]
@@ -278,6 +288,10 @@ async fn submit(args: SubmitArgs, cancel: &CancellationToken) -> Result<Exit> {
 async fn list(args: ListArgs) -> Result<Exit> {
     let client = client(&args.connection)?;
     let jobs = client.list_jobs().await?;
+    if let Some(text) = args.output.data(&jobs) {
+        crate::outln!("{text}");
+        return Ok(Exit::Ok);
+    }
     if jobs.is_empty() {
         crate::errln!("no Ray jobs at {}", client.address());
         return Ok(Exit::Ok);
@@ -289,7 +303,10 @@ async fn list(args: ListArgs) -> Result<Exit> {
 async fn status(args: StatusArgs) -> Result<Exit> {
     let client = client(&args.connection)?;
     let job = client.status(&args.id).await?;
-    crate::out!("{}", describe(&job));
+    match args.output.data(&job) {
+        Some(text) => crate::outln!("{text}"),
+        None => crate::out!("{}", describe(&job)),
+    }
     Ok(Exit::Ok)
 }
 

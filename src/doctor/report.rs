@@ -14,7 +14,47 @@ pub struct Report {
     pub silenced: Vec<(Finding, AllowedBy)>,
 }
 
+impl Finding {
+    /// The finding as data — the `-o json|yaml` vocabulary of `nrl doctor` and
+    /// `nrl diagnose`: `code`, `severity`, `message`, `location` (`file:line:col`, when a
+    /// line of the inputs wrote it), `fix`, `notes`, `related` (`[{location, text}]`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let related: Vec<serde_json::Value> = self
+            .related
+            .iter()
+            .map(|r| serde_json::json!({"location": r.span.location(), "text": r.text}))
+            .collect();
+        serde_json::json!({
+            "code": self.code,
+            "severity": self.severity.as_str(),
+            "message": self.message,
+            "location": self.span.map(|s| s.location()),
+            "fix": self.fix,
+            "notes": self.notes,
+            "related": related,
+        })
+    }
+}
+
 impl Report {
+    /// The report as data: `{ok, errors, warnings, findings: [...], silenced: [{code,
+    /// allowed_by}]}` (see [`Finding::to_json`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        let count = |sev: Severity| self.findings.iter().filter(|f| f.severity == sev).count();
+        let silenced: Vec<serde_json::Value> = self
+            .silenced
+            .iter()
+            .map(|(f, by)| serde_json::json!({"code": f.code, "allowed_by": by.to_string()}))
+            .collect();
+        serde_json::json!({
+            "ok": self.findings.iter().all(|f| f.severity != Severity::Error),
+            "errors": count(Severity::Error),
+            "warnings": count(Severity::Warning),
+            "findings": self.findings.iter().map(Finding::to_json).collect::<Vec<_>>(),
+            "silenced": silenced,
+        })
+    }
+
     /// Apply `allows` to raw findings; problems with the allows themselves are added.
     pub fn new(findings: Vec<Finding>, allows: &Allows) -> Report {
         let mut r = Report::default();

@@ -120,3 +120,36 @@ fn doctor_rules_lists_codes_without_a_recipe() {
         .code(2)
         .stderr(predicate::str::contains("RECIPE"));
 }
+
+/// `-o json` is the report as data: each finding's code, severity, message, the line it
+/// points at, the fix; the exit code is the report's, as for the table.
+#[test]
+fn doctor_findings_as_data() {
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
+        .args(["doctor", "--offline", "-o", "json"])
+        .args(pair("gpu_mismatch.recipe.yaml", "infra.yaml"))
+        .run();
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["errors"], 1);
+    let f = &report["findings"][0];
+    assert_eq!(f["code"], "nrl::doctor::gpu_mismatch");
+    assert_eq!(f["severity"], "error");
+    assert!(
+        f["location"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("tests/data/doctor/")),
+        "{f}"
+    );
+    assert!(!f["fix"].as_str().unwrap_or_default().is_empty(), "{f}");
+    let ran = ctx
+        .nrl()
+        .args(["doctor", "--offline", "-o", "yaml"])
+        .args(pair("recipe.yaml", "infra.yaml"))
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, "clean_yaml", ran.stdout);
+}

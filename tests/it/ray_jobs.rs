@@ -417,3 +417,54 @@ fn version_reports_the_ray_release() {
     assert_eq!(version.version, "4");
     assert!(version.ray_version.starts_with("2."), "{version:?}");
 }
+
+/// `job list` and `job status` print Ray's Job API fields as data with `-o json|yaml`.
+#[test]
+fn list_and_status_print_the_job_api_fields_as_data() {
+    let Some(head) = head() else { return };
+    let id = unique("nrl-o-json");
+    nrl()
+        .args([
+            "job",
+            "submit",
+            "--address",
+            head.address(),
+            "--submission-id",
+            &id,
+        ])
+        .args(["--", "echo", "hi"])
+        .assert()
+        .success();
+    let out = nrl()
+        .args(["job", "list", "--address", head.address(), "-o", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let jobs: serde_json::Value = serde_json::from_str(&stdout_of(&out)).unwrap();
+    let job = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["submission_id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} not in {jobs}"));
+    assert_eq!(job["status"], "SUCCEEDED");
+    assert_eq!(job["type"], "SUBMISSION");
+    let out = nrl()
+        .args([
+            "job",
+            "status",
+            &id,
+            "--address",
+            head.address(),
+            "-o",
+            "yaml",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(text.contains("status: SUCCEEDED"), "{text}");
+    assert!(text.contains(&format!("submission_id: {id}")), "{text}");
+}

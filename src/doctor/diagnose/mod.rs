@@ -339,20 +339,7 @@ impl Diagnosis {
 
     /// `{subject, namespace, ok, findings: [{code, severity, message, fix, notes}], notes}`
     pub fn to_json(&self) -> Json {
-        let findings: Vec<Json> = self
-            .report
-            .findings
-            .iter()
-            .map(|f| {
-                json!({
-                    "code": f.code,
-                    "severity": f.severity.as_str(),
-                    "message": f.message,
-                    "fix": f.fix,
-                    "notes": f.notes,
-                })
-            })
-            .collect();
+        let findings: Vec<Json> = self.report.findings.iter().map(|f| f.to_json()).collect();
         json!({
             "subject": self.subject,
             "namespace": self.namespace,
