@@ -48,7 +48,10 @@ pub enum GymCommand {
     /// Render and validate every benchmark's Job; never contacts a cluster.
     #[command(after_help = "\
 Secret env values (host: values named *_TOKEN, *_KEY, *_SECRET, *PASSWORD, or secret:)
-are rendered as references to the run's Secret; the Secret itself is not printed.
+are rendered as references to the run's Secret; the Secret itself is not printed. A
+secret whose variable is unset here is rendered as a placeholder (`<HF_TOKEN: set at
+submit>`) with a note on stderr, so rendering needs no credentials; `nrl gym submit`
+refuses placeholders.
 
 Examples:
   nrl gym render gym.yaml
@@ -264,6 +267,9 @@ fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
             keys.join(", ")
         );
     }
+    if let Some(note) = p.placeholder_note() {
+        crate::errln!("{note}");
+    }
     Ok(Exit::Ok)
 }
 
@@ -316,6 +322,7 @@ fn reattach_hint(run: &str) -> String {
 
 async fn submit(args: SubmitArgs, env: Arc<dyn Env>, cancel: &CancellationToken) -> Result<Exit> {
     let p = prepare(&args.config, env.clone())?;
+    p.require_secret_values()?;
     let k8s = session::connect(&p.plan, args.context.as_deref(), None).await?;
     crate::errln!(
         "submitting run {} ({} benchmark(s)) to context `{}`, namespace `{}`",

@@ -111,6 +111,7 @@ fn driver_env(cfg: &SubmitConfig, run: &Node, run_dir: &str, command: bool) -> E
         origin: EnvOrigin::Literal,
         written: format!("lit:{v}"),
         span: None,
+        unset_at: None,
     };
     env.insert("NEMO_GYM_BENCH_DIR".into(), lit(run_dir));
     for (key, var) in [

@@ -61,6 +61,36 @@ pub fn prepare(req: &GymLoadRequest, run_id: Option<&str>) -> Result<Prepared> {
     })
 }
 
+impl Prepared {
+    /// Secrets rendered with a placeholder because their variable is unset here; a
+    /// render says so, a submit refuses them.
+    pub fn placeholder_secrets(&self) -> Vec<String> {
+        self.loaded.config.placeholder_vars()
+    }
+
+    /// Refuse a run whose Secret would hold placeholders (before anything is applied).
+    pub fn require_secret_values(&self) -> Result<()> {
+        self.loaded.config.require_secret_values()
+    }
+
+    /// The note a render prints about placeholder secrets, if any.
+    pub fn placeholder_note(&self) -> Option<String> {
+        let vars = self.placeholder_secrets();
+        if vars.is_empty() {
+            return None;
+        }
+        let list = vars
+            .iter()
+            .map(|v| format!("`{v}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "note: {list} not set here; the run's Secret holds placeholders such as `{}` (submitting needs the real values: export them first)",
+            super::config::placeholder(&vars[0])
+        ))
+    }
+}
+
 /// Connect to the run's cluster: `context` (else the config's `compute.context`, else the
 /// kubeconfig's current one) and the config's namespace.
 pub async fn connect(
@@ -129,6 +159,7 @@ pub async fn start(
     on_applied: impl FnMut(&Applied),
     warn: &mut dyn FnMut(Diag),
 ) -> Result<Started> {
+    p.require_secret_values()?;
     let mut record = record_for(p, k8s);
     save_record(&record, env, warn);
     let applied = match apply_run(k8s, &p.plan, settings, &username(env), on_applied).await {

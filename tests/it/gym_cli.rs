@@ -102,17 +102,59 @@ fn config_errors_exit_2_with_the_line() {
         stderr.contains("did you mean `tensor_parallel_size`"),
         "{stderr}"
     );
+    // A `host:` value bound for the Job spec (not a secret) must be set, even offline.
     let out = nrl()
-        .args(["gym", "render", CONFIG])
+        .args([
+            "gym",
+            "render",
+            CONFIG,
+            "+driver.env.PLAIN=host:NOT_SET_ANYWHERE",
+        ])
+        .env("HF_TOKEN", "x")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nrl::gym::host_env_unset"), "{stderr}");
+}
+
+const EXAMPLE: &str = "examples/gym/gpqa.yaml";
+
+/// Issue 19 point 6: the shipped example renders offline without HF_TOKEN; the Secret
+/// holds a placeholder and stderr says which values are placeholders.
+#[test]
+fn render_without_the_secret_uses_placeholders_and_says_so() {
+    let out = nrl()
+        .args(["gym", "render", EXAMPLE, "--run-id", "gym-offline-1"])
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(data::parse_stream(&stdout).len(), 1, "{stdout}");
+    let summary: String = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("run gym-offline-1"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!(summary);
+}
+
+/// ... while a submit still needs them, and says so before contacting any cluster.
+#[test]
+fn submit_without_the_secret_is_refused_before_connecting() {
+    let out = nrl()
+        .args(["gym", "submit", EXAMPLE, "--run-id", "gym-offline-2"])
         .env_remove("HF_TOKEN")
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("nrl::gym::host_env_unset") && stderr.contains("e2e_three.yaml:9"),
+        stderr.contains("nrl::gym::host_env_unset") && stderr.contains("gpqa.yaml:26"),
         "{stderr}"
     );
+    assert!(!stderr.contains("kubeconfig"), "{stderr}");
 }
 
 #[test]

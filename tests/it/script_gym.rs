@@ -290,6 +290,56 @@ fn the_playbook_dry_runs_the_example_through_the_binary() {
     );
 }
 
+/// Issue 19 point 6: `--dry-run` is offline, so the shipped example plans without
+/// HF_TOKEN (its Secret holds a placeholder, and stderr says so).
+#[test]
+fn the_playbook_dry_runs_the_example_without_the_secret() {
+    let out = context::nrl()
+        .env_remove("HF_TOKEN")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["script", "scripts/gym_eval.rhai", "--dry-run", "--"])
+        .args([
+            "--config",
+            "examples/gym/gpqa.yaml",
+            "--run-id",
+            "gym-dry-2",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("Secret/gym-gym-dry-2-env"), "{stdout}");
+    assert!(
+        stderr.contains("`HF_TOKEN` not set here") && stderr.contains("<HF_TOKEN: set at submit>"),
+        "{stderr}"
+    );
+}
+
+/// A real `gym::submit` of a config whose secret is unset fails before any apply.
+#[test]
+fn a_submit_without_the_secret_fails_before_applying() {
+    let fake = fake();
+    let kubeconfig = fake.kubeconfig_path().to_path_buf();
+    let r = run_with(
+        "gym.rhai",
+        r#"let cfg = gym::load("tests/data/gym/e2e_three.yaml", #{run_id: "gym-nosecret-1"});
+           print(cfg.secret_keys());
+           gym::submit(cfg);"#,
+        &[],
+        move |o| {
+            o.connect.kubeconfig = Some(kubeconfig);
+            o.env = std::sync::Arc::new(script_host::test_env());
+        },
+    );
+    assert_eq!(r.stdout(), "[\"HF_TOKEN\"]\n");
+    let e = r.err();
+    assert!(e.message.contains("`HF_TOKEN` is not set"), "{}", e.message);
+    assert!(fake.requests(|q| q.is_apply()).is_empty());
+}
+
 #[test]
 fn the_builtins_are_documented() {
     let out = context::nrl()
