@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::env::{Env, ProcessEnv, username};
 use crate::diag::{Diag, Exit, Result};
 use crate::gym::config::GymLoadRequest;
-use crate::gym::names::check_run_id;
+use crate::gym::names::parse_run_id;
 use crate::gym::ops::apply::ApplySettings;
 use crate::gym::ops::cancel::{Canceller, cancel_run};
 use crate::gym::ops::logs::{LogRequest, stream_logs};
@@ -35,9 +35,9 @@ use super::value_parsers::parse_duration;
 Examples:
   nrl gym render gym.yaml                      # the Jobs, offline
   nrl gym submit gym.yaml driver.benchmarks.gpqa.run.num_repeats=8
-  nrl gym status gym-job-20260901T120000Z-a1b2c3
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa -f
-  nrl gym cancel gym-job-20260901T120000Z-a1b2c3")]
+  nrl gym status gym-20260901-120000-a1b2
+  nrl gym logs gym-20260901-120000-a1b2 gpqa -f
+  nrl gym cancel gym-20260901-120000-a1b2")]
 pub struct GymArgs {
     #[command(subcommand)]
     pub command: GymCommand,
@@ -74,23 +74,23 @@ Examples:
 Exit codes: 0 no benchmark failed (some may still run), 1 a benchmark failed.
 
 Examples:
-  nrl gym status gym-job-20260901T120000Z-a1b2c3
-  nrl gym status gym-job-20260901T120000Z-a1b2c3 -n evals --context prod")]
+  nrl gym status gym-20260901-120000-a1b2
+  nrl gym status gym-20260901-120000-a1b2 -n evals --context prod")]
     Status(StatusArgs),
     /// Print the logs of a run's driver (or of a sidecar), for one benchmark or all.
     #[command(after_help = "\
 Without BENCHMARK every benchmark's log is printed, each line prefixed with `[benchmark]`.
 
 Examples:
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa -f
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa --container policy --tail 100")]
+  nrl gym logs gym-20260901-120000-a1b2 gpqa
+  nrl gym logs gym-20260901-120000-a1b2 gpqa -f
+  nrl gym logs gym-20260901-120000-a1b2 gpqa --container policy --tail 100")]
     Logs(LogsArgs),
     /// Delete a run's Jobs (and pods) and its Secret; or one benchmark's Job.
     #[command(after_help = "\
 Examples:
-  nrl gym cancel gym-job-20260901T120000Z-a1b2c3
-  nrl gym cancel gym-job-20260901T120000Z-a1b2c3 gpqa")]
+  nrl gym cancel gym-20260901-120000-a1b2
+  nrl gym cancel gym-20260901-120000-a1b2 gpqa")]
     Cancel(CancelArgs),
 }
 
@@ -102,7 +102,7 @@ pub struct ConfigArgs {
     /// Hydra-style overrides: `a.b=v` (creates missing keys), `+a.b=v`, `++a.b=v`, `~a.b`.
     #[arg(value_name = "OVERRIDES")]
     pub overrides: Vec<String>,
-    /// The run id (default: gym-job-<UTC time>-<6 hex>); names the Jobs and the run's
+    /// The run id (default: gym-<UTC yyyymmdd-hhmmss>-<4 random>); names the Jobs and the run's
     /// directory on the PVC.
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -146,7 +146,7 @@ pub struct SubmitArgs {
 /// Where a run lives; defaults come from its local record.
 #[derive(Debug, Clone, Args)]
 pub struct RunTarget {
-    /// The run id (`gym-job-…`), as `nrl gym submit` printed it.
+    /// The run id (`gym-20260901-120000-a1b2`), as `nrl gym submit` printed it.
     pub run: String,
     /// Kube context (default: the run's record, else the current context).
     #[arg(long, value_name = "NAME")]
@@ -387,7 +387,7 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>, cancel: &CancellationToken)
 
 /// Connect for a run, with the record's context and namespace as defaults.
 async fn connect_run(t: &RunTarget, env: &dyn Env) -> Result<(K8s, Option<GymRecord>)> {
-    check_run_id(&t.run)?;
+    parse_run_id(&t.run)?;
     let record = GymRecord::load(env, &t.run)?;
     let context = t
         .context

@@ -10,7 +10,7 @@ use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::records::RunStatus;
 
 use super::config::{GymLoadRequest, LoadedGym, load};
-use super::names::{check_run_id, new_run_id, secret_name};
+use super::names::{new_run_id, parse_run_id, secret_name};
 use super::ops::apply::{Applied, ApplySettings, apply_run};
 use super::ops::watch::{explain_from_pods, watch_run};
 use super::plan::{RunMeta, RunPlan, plan};
@@ -35,15 +35,12 @@ fn now_seconds() -> String {
         .to_string()
 }
 
-/// Load, render and validate; never contacts a cluster. `run_id` defaults to a new
-/// `gym-job-<UTC time>-<hex>`.
+/// Load, render and validate; never contacts a cluster. `run_id` (checked like `nrl run
+/// --run-id`) defaults to a new `gym-<UTC yyyymmdd-hhmmss>-<4 random>`.
 pub fn prepare(req: &GymLoadRequest, run_id: Option<&str>) -> Result<Prepared> {
     let loaded = load(req)?;
     let run_id = match run_id {
-        Some(id) => {
-            check_run_id(id)?;
-            id.to_string()
-        }
+        Some(id) => parse_run_id(id)?.into(),
         None => new_run_id(jiff::Timestamp::now()),
     };
     let meta = RunMeta {

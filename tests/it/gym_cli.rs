@@ -42,11 +42,7 @@ fn render_prints_every_job_and_no_secret() {
         .collect();
     assert_eq!(
         names,
-        [
-            "gym-gym-cli-1-gpqa",
-            "gym-gym-cli-1-math",
-            "gym-gym-cli-1-tau2"
-        ]
+        ["gym-cli-1-gpqa", "gym-cli-1-math", "gym-cli-1-tau2"]
     );
     assert!(!stdout.contains("hf_cli_secret"));
     assert!(
@@ -54,7 +50,7 @@ fn render_prints_every_job_and_no_secret() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("Secret `gym-gym-cli-1-env` with HF_TOKEN (values not shown)"),
+        stderr.contains("Secret `gym-cli-1-env` with HF_TOKEN (values not shown)"),
         "{stderr}"
     );
     assert!(!stderr.contains("hf_cli_secret"));
@@ -177,17 +173,58 @@ fn warnings_go_to_stderr() {
     );
 }
 
+/// Run ids follow `nrl run --run-id`'s rule (issue 19 point 6: `Bad_ID` used to become
+/// the label `bad-id` silently), for every gym command, before any cluster is contacted.
 #[test]
 fn bad_run_ids_are_refused_before_connecting() {
     let out = nrl().args(["gym", "status", "bad id"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("nrl::gym::run_id"));
-    let out = nrl()
-        .args(["gym", "render", CONFIG, "--run-id=_x"])
-        .env("HF_TOKEN", "x")
+    assert!(text(&out.stderr).contains("nrl::run::run_id"));
+    for cmd in ["render", "submit"] {
+        let out = nrl()
+            .args(["gym", cmd, CONFIG, "--run-id", "Bad_ID"])
+            .env("HF_TOKEN", "x")
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(
+            stderr.contains("nrl::run::run_id") && stderr.contains("run id `Bad_ID` contains `B`"),
+            "{cmd}: {stderr}"
+        );
+    }
+    for cmd in ["status", "logs", "cancel"] {
+        let out = nrl().args(["gym", cmd, "Bad_ID"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(stderr.contains("nrl::run::run_id"), "{cmd}: {stderr}");
+    }
+    // `nrl run` says the same thing about the same id.
+    let run = nrl()
+        .args(["run", "examples/quickstart/recipe.yaml", "--dry-run"])
+        .args([
+            "--infra",
+            "examples/quickstart/infra.yaml",
+            "--run-id",
+            "Bad_ID",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let gym = nrl().args(["gym", "status", "Bad_ID"]).output().unwrap();
+    let first = |b: &[u8]| {
+        text(b)
+            .lines()
+            .find(|l| l.contains("run id `Bad_ID`"))
+            .map(str::trim)
+            .map(String::from)
+    };
+    assert_eq!(
+        first(&gym.stderr),
+        first(&run.stderr),
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(first(&gym.stderr).is_some());
 }
 
 #[test]

@@ -226,7 +226,7 @@ pub(super) fn attach_run(
 ) -> RhaiResult<GymRun> {
     let h = host(ctx)?;
     check_options("gym::attach()", options, ATTACH_OPTIONS).map_err(fail)?;
-    crate::gym::names::check_run_id(run_id).map_err(fail)?;
+    crate::gym::names::parse_run_id(run_id).map_err(fail)?;
     let record = GymRecord::load(h.opts.env.as_ref(), run_id).map_err(fail)?;
     let namespace = opt_str(options, "namespace")
         .or_else(|| record.as_ref().and_then(|r| r.run.namespace.clone()));
