@@ -95,11 +95,21 @@ pub async fn connect(
     context: Option<&str>,
     kubeconfig: Option<PathBuf>,
 ) -> Result<K8s> {
-    K8s::connect(&ConnectOptions {
-        context: context.map(str::to_string).or(plan.context.clone()),
-        namespace: Some(plan.namespace.clone()),
+    let base = ConnectOptions {
+        context: context.map(str::to_string),
         kubeconfig,
         ..ConnectOptions::default()
+    };
+    connect_with(plan, &base).await
+}
+
+/// [`connect`] with every cluster flag (`--context`, `--kubeconfig`, timeouts): the
+/// flags' context, else the config's; always the run's namespace.
+pub async fn connect_with(plan: &RunPlan, base: &ConnectOptions) -> Result<K8s> {
+    K8s::connect(&ConnectOptions {
+        context: base.context.clone().or(plan.context.clone()),
+        namespace: Some(plan.namespace.clone()),
+        ..base.clone()
     })
     .await
 }

@@ -533,3 +533,85 @@ fn follow_status_elsewhere_and_detach() {
         3
     );
 }
+
+/// Issue 19 point 6: `gym submit|status|logs|cancel` take `-n` and `--kubeconfig` like
+/// the other cluster commands, and `-n` is the namespace every request goes to (on
+/// submit it replaces the config's `compute.cluster.namespace`, in the Jobs too).
+#[test]
+fn namespace_and_kubeconfig_flags_reach_the_api() {
+    let fake = fake();
+    fake.create_namespace("evals-b");
+    fake.set_job_script("*", JobScript::succeeds().log("driver", "done here"));
+    let kubeconfig = fake.kubeconfig_path().to_str().unwrap().to_string();
+    // No KUBECONFIG in the environment: only --kubeconfig finds the fake.
+    let home = TestContext::new()
+        .env("HF_TOKEN", TOKEN)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .columns(200)
+        .timeout(Duration::from_secs(60));
+    let flags = ["-n", "evals-b", "--kubeconfig", kubeconfig.as_str()];
+    let run = "gym-e2e-ns";
+    let out = home
+        .nrl()
+        .args(["gym", "submit", CONFIG, "--run-id", run])
+        .args(flags)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("namespace `evals-b`"), "{stderr}");
+    let jobs = fake.list("batch/v1", "Job", Some("evals-b"), "gym-job-id=gym-e2e-ns");
+    assert_eq!(jobs.len(), 3);
+    assert!(
+        fake.list("batch/v1", "Job", Some("evals"), "gym-job-id=gym-e2e-ns")
+            .is_empty()
+    );
+    let namespaced = |f: &FakeK8s| {
+        f.requests(|q| q.namespace.is_some())
+            .iter()
+            .map(|q| q.namespace.clone().unwrap_or_default())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(
+        namespaced(&fake).into_iter().collect::<Vec<_>>(),
+        ["evals-b"]
+    );
+
+    // Another machine (no record): the flags alone find the run.
+    let elsewhere = TestContext::new()
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .columns(200)
+        .timeout(Duration::from_secs(60));
+    let out = elsewhere
+        .nrl()
+        .args(["gym", "status", run])
+        .args(flags)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("namespace `evals-b`"), "{stdout}");
+    assert!(row(&stdout, "gpqa").contains("Succeeded"), "{stdout}");
+    let out = elsewhere
+        .nrl()
+        .args(["gym", "logs", run, "gpqa"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "done here\n", "{}", text(&out.stderr));
+    let out = elsewhere
+        .nrl()
+        .args(["gym", "cancel", run])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        fake.list("batch/v1", "Job", Some("evals-b"), "gym-job-id=gym-e2e-ns")
+            .is_empty()
+    );
+    assert_eq!(
+        namespaced(&fake).into_iter().collect::<Vec<_>>(),
+        ["evals-b"]
+    );
+}
