@@ -13,9 +13,8 @@ use crate::diag::{Diag, Result};
 
 /// A run id of `nrl run` (every executor) and `launch::rayjob`: only [`RunId::parse`]
 /// (which validates) and [`RunId::generate`] make one, so a value of this type is
-/// always usable as a DNS label, a Ray submission id and a file name. (Gym runs keep
-/// their own ids, `gym::names`: the reference's `gym-job-<%Y%m%dT%H%M%SZ>-<hex>`
-/// format has capitals and must be accepted back as given.)
+/// always usable as a DNS label, a Ray submission id and a file name. Gym runs follow
+/// the same rule (`gym::names::parse_run_id`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RunId(String);
 

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::env::{Env, ProcessEnv, username};
 use crate::diag::{Diag, Exit, Result};
 use crate::gym::config::GymLoadRequest;
-use crate::gym::names::check_run_id;
+use crate::gym::names::parse_run_id;
 use crate::gym::ops::apply::ApplySettings;
 use crate::gym::ops::cancel::{Canceller, cancel_run};
 use crate::gym::ops::logs::{LogRequest, stream_logs};
@@ -21,11 +21,12 @@ use crate::gym::record::GymRecord;
 use crate::gym::session::{self, Prepared, exit_of};
 use crate::gym::table;
 use crate::gym::view::RunView;
-use crate::k8s::{ConnectOptions, K8s};
+use crate::k8s::K8s;
 use crate::launch::Progress;
 use crate::launch::records::RunStatus;
 use crate::render::emit;
 
+use super::common::KubeArgs;
 use super::value_parsers::parse_duration;
 
 /// Run NeMo Gym benchmarks as Kubernetes Jobs: one Job per benchmark, vLLM sidecars plus a
@@ -35,9 +36,9 @@ use super::value_parsers::parse_duration;
 Examples:
   nrl gym render gym.yaml                      # the Jobs, offline
   nrl gym submit gym.yaml driver.benchmarks.gpqa.run.num_repeats=8
-  nrl gym status gym-job-20260901T120000Z-a1b2c3
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa -f
-  nrl gym cancel gym-job-20260901T120000Z-a1b2c3")]
+  nrl gym status gym-20260901-120000-a1b2
+  nrl gym logs gym-20260901-120000-a1b2 gpqa -f
+  nrl gym cancel gym-20260901-120000-a1b2")]
 pub struct GymArgs {
     #[command(subcommand)]
     pub command: GymCommand,
@@ -48,11 +49,14 @@ pub enum GymCommand {
     /// Render and validate every benchmark's Job; never contacts a cluster.
     #[command(after_help = "\
 Secret env values (host: values named *_TOKEN, *_KEY, *_SECRET, *PASSWORD, or secret:)
-are rendered as references to the run's Secret; the Secret itself is not printed.
+are rendered as references to the run's Secret; the Secret itself is not printed. A
+secret whose variable is unset here is rendered as a placeholder (`<HF_TOKEN: set at
+submit>`) with a note on stderr, so rendering needs no credentials; `nrl gym submit`
+refuses placeholders.
 
 Examples:
   nrl gym render gym.yaml
-  nrl gym render gym.yaml --run-id gym-job-test -o jobs.yaml
+  nrl gym render gym.yaml --run-id gym-eval-1 -o jobs.yaml
   nrl gym render gym.yaml compute.cluster.namespace=evals otel.enabled=false")]
     Render(RenderArgs),
     /// Submit every benchmark's Job and watch them to the end (a live table).
@@ -64,6 +68,7 @@ benchmark failed or its Job could not be created, 2 bad input, 3 cluster API fai
 Examples:
   nrl gym submit gym.yaml
   nrl gym submit gym.yaml --context prod --parallel 32
+  nrl gym submit gym.yaml -n evals-test --kubeconfig ~/.kube/lab.yaml
   nrl gym submit gym.yaml --no-wait driver.benchmarks.gpqa.run.num_repeats=8")]
     Submit(SubmitArgs),
     /// Show the state of every benchmark of a run.
@@ -71,23 +76,26 @@ Examples:
 Exit codes: 0 no benchmark failed (some may still run), 1 a benchmark failed.
 
 Examples:
-  nrl gym status gym-job-20260901T120000Z-a1b2c3
-  nrl gym status gym-job-20260901T120000Z-a1b2c3 -n evals --context prod")]
+  nrl gym status gym-20260901-120000-a1b2
+  nrl gym status gym-20260901-120000-a1b2 -n evals --context prod
+  nrl gym status gym-20260901-120000-a1b2 -n evals --kubeconfig ~/.kube/lab.yaml")]
     Status(StatusArgs),
     /// Print the logs of a run's driver (or of a sidecar), for one benchmark or all.
     #[command(after_help = "\
 Without BENCHMARK every benchmark's log is printed, each line prefixed with `[benchmark]`.
 
 Examples:
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa -f
-  nrl gym logs gym-job-20260901T120000Z-a1b2c3 gpqa --container policy --tail 100")]
+  nrl gym logs gym-20260901-120000-a1b2 gpqa
+  nrl gym logs gym-20260901-120000-a1b2 gpqa -f
+  nrl gym logs gym-20260901-120000-a1b2 gpqa --container policy --tail 100
+  nrl gym logs gym-20260901-120000-a1b2 -n evals --context prod")]
     Logs(LogsArgs),
     /// Delete a run's Jobs (and pods) and its Secret; or one benchmark's Job.
     #[command(after_help = "\
 Examples:
-  nrl gym cancel gym-job-20260901T120000Z-a1b2c3
-  nrl gym cancel gym-job-20260901T120000Z-a1b2c3 gpqa")]
+  nrl gym cancel gym-20260901-120000-a1b2
+  nrl gym cancel gym-20260901-120000-a1b2 gpqa
+  nrl gym cancel gym-20260901-120000-a1b2 -n evals --kubeconfig ~/.kube/lab.yaml")]
     Cancel(CancelArgs),
 }
 
@@ -99,7 +107,7 @@ pub struct ConfigArgs {
     /// Hydra-style overrides: `a.b=v` (creates missing keys), `+a.b=v`, `++a.b=v`, `~a.b`.
     #[arg(value_name = "OVERRIDES")]
     pub overrides: Vec<String>,
-    /// The run id (default: gym-job-<UTC time>-<6 hex>); names the Jobs and the run's
+    /// The run id (default: gym-<UTC yyyymmdd-hhmmss>-<4 random>); names the Jobs and the run's
     /// directory on the PVC.
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -126,9 +134,10 @@ pub struct RenderArgs {
 pub struct SubmitArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Kube context (default: the config's `compute.<name>.context`, else the current one).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+    /// `--context` (default: the config's `compute.<name>.context`, else the current one),
+    /// `-n` (instead of the config's `compute.<name>.namespace`), `--kubeconfig`.
+    #[command(flatten)]
+    pub kube: KubeArgs,
     /// How many Jobs are applied at once.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub parallel: usize,
@@ -143,14 +152,12 @@ pub struct SubmitArgs {
 /// Where a run lives; defaults come from its local record.
 #[derive(Debug, Clone, Args)]
 pub struct RunTarget {
-    /// The run id (`gym-job-…`), as `nrl gym submit` printed it.
+    /// The run id (`gym-20260901-120000-a1b2`), as `nrl gym submit` printed it.
     pub run: String,
-    /// Kube context (default: the run's record, else the current context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-    /// Namespace (default: the run's record, else the context's namespace).
-    #[arg(short, long, value_name = "NS")]
-    pub namespace: Option<String>,
+    /// `--context` and `-n` default to the run's local record, then to the kubeconfig's
+    /// current context and its namespace; `--kubeconfig` as for every cluster command.
+    #[command(flatten)]
+    pub kube: KubeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -228,7 +235,11 @@ fn warn(d: &Diag) {
 }
 
 fn prepare(args: &ConfigArgs, env: Arc<dyn Env>) -> Result<Prepared> {
-    let p = session::prepare(&args.request(env), args.run_id.as_deref())?;
+    prepare_request(&args.request(env), args)
+}
+
+fn prepare_request(req: &GymLoadRequest, args: &ConfigArgs) -> Result<Prepared> {
+    let p = session::prepare(req, args.run_id.as_deref())?;
     for w in &p.loaded.warnings {
         warn(w);
     }
@@ -263,6 +274,9 @@ fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
             "plus Secret `{name}` with {} (values not shown)",
             keys.join(", ")
         );
+    }
+    if let Some(note) = p.placeholder_note() {
+        crate::errln!("{note}");
     }
     Ok(Exit::Ok)
 }
@@ -315,8 +329,11 @@ fn reattach_hint(run: &str) -> String {
 }
 
 async fn submit(args: SubmitArgs, env: Arc<dyn Env>, cancel: &CancellationToken) -> Result<Exit> {
-    let p = prepare(&args.config, env.clone())?;
-    let k8s = session::connect(&p.plan, args.context.as_deref(), None).await?;
+    let mut req = args.config.request(env.clone());
+    req.namespace = args.kube.namespace.clone();
+    let p = prepare_request(&req, &args.config)?;
+    p.require_secret_values()?;
+    let k8s = session::connect_with(&p.plan, &args.kube.connect_options()).await?;
     crate::errln!(
         "submitting run {} ({} benchmark(s)) to context `{}`, namespace `{}`",
         p.plan.run_id,
@@ -380,23 +397,16 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>, cancel: &CancellationToken)
 
 /// Connect for a run, with the record's context and namespace as defaults.
 async fn connect_run(t: &RunTarget, env: &dyn Env) -> Result<(K8s, Option<GymRecord>)> {
-    check_run_id(&t.run)?;
+    parse_run_id(&t.run)?;
     let record = GymRecord::load(env, &t.run)?;
-    let context = t
+    let mut opts = t.kube.connect_options();
+    opts.context = opts
         .context
-        .clone()
         .or_else(|| record.as_ref().and_then(|r| r.run.context.clone()));
-    let namespace = t
+    opts.namespace = opts
         .namespace
-        .clone()
         .or_else(|| record.as_ref().and_then(|r| r.run.namespace.clone()));
-    let k8s = K8s::connect(&ConnectOptions {
-        context,
-        namespace,
-        kubeconfig: None,
-        ..ConnectOptions::default()
-    })
-    .await?;
+    let k8s = K8s::connect(&opts).await?;
     Ok((k8s, record))
 }
 

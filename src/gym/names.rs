@@ -1,10 +1,18 @@
 //! Kubernetes names for a Gym run (ref-nemo-gym-k8s §2.2), with the reference's
 //! truncation bug fixed (§7 #7): a name cut to fit ends in a short hash of what was cut,
 //! so two long benchmark names with a common prefix still get distinct Jobs.
+//!
+//! Deliberate differences from the reference (issue 19 point 6): run ids follow nrl's one
+//! rule ([`RunId::parse`], as `nrl run --run-id`; generated as `gym-<UTC timestamp>-<4
+//! random>`), and objects are named `<run id>-<benchmark>` / `<run id>-env` without the
+//! reference's extra `gym-` (its ids already start with `gym-job-`, so its Jobs read
+//! `gym-gym-job-…`). The labels keep the reference's keys and values, so either tool
+//! still finds the other's Jobs.
 
 use sha1::{Digest, Sha1};
 
-use crate::diag::{Diag, Result};
+use crate::diag::Result;
+use crate::run_id::RunId;
 
 /// Longest label value / Job name.
 pub const MAX_LABEL: usize = 63;
@@ -66,15 +74,15 @@ pub fn label_value(x: &str) -> String {
     fit(mapped.trim_matches('-'), MAX_LABEL, x)
 }
 
-/// `gym-<run>-<benchmark>`, at most 63 characters (the reference's `job_name`).
+/// `<run>-<benchmark>`, at most 63 characters (a cut name ends in a hash).
 pub fn job_name(run_id: &str, benchmark: &str) -> String {
-    let full = format!("gym-{}-{}", dns_label(run_id), label_value(benchmark));
+    let full = format!("{}-{}", dns_label(run_id), label_value(benchmark));
     fit(&full, MAX_LABEL, benchmark)
 }
 
-/// The run's Secret holding its secret env values.
+/// The run's Secret holding its secret env values: `<run>-env`.
 pub fn secret_name(run_id: &str) -> String {
-    format!("gym-{}-env", dns_label(run_id))
+    format!("{}-env", dns_label(run_id))
 }
 
 /// The label selector of every object of a run.
@@ -91,28 +99,27 @@ pub fn benchmark_selector(run_id: &str, benchmark: &str) -> String {
     )
 }
 
-/// A new run id: `gym-job-<UTC %Y%m%dT%H%M%SZ>-<6 hex>`, the reference's `gym_job_id`.
+/// A new run id, made like every nrl run id: `gym-<UTC yyyymmdd-hhmmss>-<4 random>`.
 pub fn new_run_id(now: jiff::Timestamp) -> String {
-    let stamp = now.strftime("%Y%m%dT%H%M%SZ");
-    format!("gym-job-{stamp}-{:06x}", fastrand::u32(..0x100_0000))
+    crate::run_id::generate_at(std::path::Path::new("gym"), now, &mut fastrand::Rng::new())
 }
 
-/// A run id given with `--run-id`: it names a directory on the PVC and, lower-cased, the
-/// run's label value.
-pub fn check_run_id(id: &str) -> Result<()> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_LABEL
-        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        && !dns_label(id).is_empty();
-    if ok {
-        return Ok(());
-    }
-    Err(Diag::new("nrl::gym::run_id", format!("invalid run id `{id}`")).help(
-        "run ids start with a letter or digit and use letters, digits, `.`, `_` and `-` (at most 63), e.g. `gym-job-20260901T120000Z-a1b2c3`",
-    ))
+/// A run id given by the user (`--run-id`, a script's `run_id`, the RUN of `status`,
+/// `logs`, `cancel`): the rule of `nrl run --run-id` ([`RunId::parse`], error
+/// `nrl::run::run_id`, exit 2).
+pub fn parse_run_id(id: &str) -> Result<RunId> {
+    RunId::parse(id).map_err(|e| {
+        let lower = id.to_ascii_lowercase();
+        if lower != id && RunId::parse(&lower).is_ok() {
+            // The reference's own ids (`gym-job-20260901T120000Z-…`) have capitals; its
+            // Jobs are labelled with the lower-cased id, which nrl finds.
+            e.note(format!(
+                "a run submitted by NeMo Gym's own tool is found by its lower-cased id: `{lower}`"
+            ))
+        } else {
+            e
+        }
+    })
 }
 
 #[cfg(test)]
@@ -128,12 +135,20 @@ mod tests {
         assert_eq!(dns_label("___"), "");
     }
 
-    // ref §5.1 test 2
+    // ref §5.1 test 2, without the reference's stutter (`gym-gym-job-…`, issue 19 point 6).
     #[test]
     fn job_name_joins_run_and_benchmark() {
         assert_eq!(
-            job_name("gym-job-20260101T000000Z-abcdef", "gpqa_diamond"),
-            "gym-gym-job-20260101t000000z-abcdef-gpqa-diamond"
+            job_name("gym-job-20260101t000000z-abcdef", "gpqa_diamond"),
+            "gym-job-20260101t000000z-abcdef-gpqa-diamond"
+        );
+        assert_eq!(
+            job_name("gym-20260101-000000-ab12", "gpqa"),
+            "gym-20260101-000000-ab12-gpqa"
+        );
+        assert_eq!(
+            secret_name("gym-20260101-000000-ab12"),
+            "gym-20260101-000000-ab12-env"
         );
     }
 
@@ -160,16 +175,29 @@ mod tests {
     fn run_ids() {
         let ts: jiff::Timestamp = "2026-09-01T12:00:00Z".parse().unwrap();
         let id = new_run_id(ts);
-        assert!(id.starts_with("gym-job-20260901T120000Z-"), "{id}");
-        assert_eq!(id.len(), 31);
-        check_run_id(&id).unwrap();
-        for bad in ["", "-x", "a b", "___", &"a".repeat(64)] {
-            assert!(check_run_id(bad).is_err(), "{bad}");
+        assert!(id.starts_with("gym-20260901-120000-"), "{id}");
+        assert_eq!(id.len(), 24);
+        parse_run_id(&id).unwrap();
+        assert_eq!(run_selector(&id), format!("gym-job-id={id}"));
+        assert_eq!(secret_name("r1"), "r1-env");
+    }
+
+    /// The rule of `nrl run --run-id`: `Bad_ID` is refused, not turned into `bad-id`.
+    #[test]
+    fn user_run_ids_follow_the_one_rule() {
+        for bad in ["", "-x", "a b", "___", "Bad_ID", "run.1", &"a".repeat(41)] {
+            let e = parse_run_id(bad).unwrap_err();
+            assert_eq!(e.code, crate::run_id::CODE_RUN_ID, "{bad}");
+            assert_eq!(e.exit, crate::diag::Exit::Input, "{bad}");
         }
-        assert_eq!(
-            run_selector(&id),
-            format!("gym-job-id={}", id.to_lowercase())
+        let e = parse_run_id("gym-job-20260901T120000Z-a1b2c3").unwrap_err();
+        assert!(
+            e.notes
+                .iter()
+                .any(|n| n.contains("`gym-job-20260901t120000z-a1b2c3`")),
+            "{:?}",
+            e.notes
         );
-        assert_eq!(secret_name("R1"), "gym-r1-env");
+        assert!(parse_run_id("Bad_ID").unwrap_err().notes.is_empty());
     }
 }

@@ -10,7 +10,7 @@ use crate::render::emit;
 use crate::render::validate::validate_object;
 
 use super::config::{EnvMap, EnvOrigin, EnvValue, SubmitConfig, to_node};
-use super::names::{check_run_id, job_name, secret_name};
+use super::names::{job_name, parse_run_id, secret_name};
 use super::render;
 use super::script::{DriverScript, Install, driver_script, flatten_run_args, shlex_quote};
 
@@ -111,6 +111,7 @@ fn driver_env(cfg: &SubmitConfig, run: &Node, run_dir: &str, command: bool) -> E
         origin: EnvOrigin::Literal,
         written: format!("lit:{v}"),
         span: None,
+        unset_at: None,
     };
     env.insert("NEMO_GYM_BENCH_DIR".into(), lit(run_dir));
     for (key, var) in [
@@ -129,7 +130,7 @@ fn driver_env(cfg: &SubmitConfig, run: &Node, run_dir: &str, command: bool) -> E
 
 /// Render and validate every object of a run.
 pub fn plan(cfg: &SubmitConfig, meta: &RunMeta) -> Result<RunPlan> {
-    check_run_id(&meta.run_id)?;
+    parse_run_id(&meta.run_id)?;
     let base_run_dir = join_path(&cfg.job.output_path, &meta.run_id);
     let secret = render::secret(cfg, &meta.run_id);
     let secret_ref = secret_name(&meta.run_id);

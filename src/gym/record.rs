@@ -129,7 +129,7 @@ mod tests {
                 secret: None,
                 benchmarks: vec![RecordBenchmark {
                     benchmark: "bench_a".into(),
-                    job: "gym-gym-job-x-bench-a".into(),
+                    job: "gym-job-x-bench-a".into(),
                     run_dir: "tmp/jobs/gym-job-x/bench_a".into(),
                     error: None,
                     phase: None,
@@ -157,7 +157,7 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["kind"], "gym");
-        assert_eq!(v["gym"]["benchmarks"][0]["job"], "gym-gym-job-x-bench-a");
+        assert_eq!(v["gym"]["benchmarks"][0]["job"], "gym-job-x-bench-a");
         assert_eq!(GymRecord::load(&env, "gym-job-x").unwrap(), Some(r));
         assert_eq!(GymRecord::load(&env, "other").unwrap(), None);
     }

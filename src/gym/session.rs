@@ -10,7 +10,7 @@ use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::records::RunStatus;
 
 use super::config::{GymLoadRequest, LoadedGym, load};
-use super::names::{check_run_id, new_run_id, secret_name};
+use super::names::{new_run_id, parse_run_id, secret_name};
 use super::ops::apply::{Applied, ApplySettings, apply_run};
 use super::ops::watch::{explain_from_pods, watch_run};
 use super::plan::{RunMeta, RunPlan, plan};
@@ -35,15 +35,12 @@ fn now_seconds() -> String {
         .to_string()
 }
 
-/// Load, render and validate; never contacts a cluster. `run_id` defaults to a new
-/// `gym-job-<UTC time>-<hex>`.
+/// Load, render and validate; never contacts a cluster. `run_id` (checked like `nrl run
+/// --run-id`) defaults to a new `gym-<UTC yyyymmdd-hhmmss>-<4 random>`.
 pub fn prepare(req: &GymLoadRequest, run_id: Option<&str>) -> Result<Prepared> {
     let loaded = load(req)?;
     let run_id = match run_id {
-        Some(id) => {
-            check_run_id(id)?;
-            id.to_string()
-        }
+        Some(id) => parse_run_id(id)?.into(),
         None => new_run_id(jiff::Timestamp::now()),
     };
     let meta = RunMeta {
@@ -61,6 +58,36 @@ pub fn prepare(req: &GymLoadRequest, run_id: Option<&str>) -> Result<Prepared> {
     })
 }
 
+impl Prepared {
+    /// Secrets rendered with a placeholder because their variable is unset here; a
+    /// render says so, a submit refuses them.
+    pub fn placeholder_secrets(&self) -> Vec<String> {
+        self.loaded.config.placeholder_vars()
+    }
+
+    /// Refuse a run whose Secret would hold placeholders (before anything is applied).
+    pub fn require_secret_values(&self) -> Result<()> {
+        self.loaded.config.require_secret_values()
+    }
+
+    /// The note a render prints about placeholder secrets, if any.
+    pub fn placeholder_note(&self) -> Option<String> {
+        let vars = self.placeholder_secrets();
+        if vars.is_empty() {
+            return None;
+        }
+        let list = vars
+            .iter()
+            .map(|v| format!("`{v}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "note: {list} not set here; the run's Secret holds placeholders such as `{}` (submitting needs the real values: export them first)",
+            super::config::placeholder(&vars[0])
+        ))
+    }
+}
+
 /// Connect to the run's cluster: `context` (else the config's `compute.context`, else the
 /// kubeconfig's current one) and the config's namespace.
 pub async fn connect(
@@ -68,11 +95,21 @@ pub async fn connect(
     context: Option<&str>,
     kubeconfig: Option<PathBuf>,
 ) -> Result<K8s> {
-    K8s::connect(&ConnectOptions {
-        context: context.map(str::to_string).or(plan.context.clone()),
-        namespace: Some(plan.namespace.clone()),
+    let base = ConnectOptions {
+        context: context.map(str::to_string),
         kubeconfig,
         ..ConnectOptions::default()
+    };
+    connect_with(plan, &base).await
+}
+
+/// [`connect`] with every cluster flag (`--context`, `--kubeconfig`, timeouts): the
+/// flags' context, else the config's; always the run's namespace.
+pub async fn connect_with(plan: &RunPlan, base: &ConnectOptions) -> Result<K8s> {
+    K8s::connect(&ConnectOptions {
+        context: base.context.clone().or(plan.context.clone()),
+        namespace: Some(plan.namespace.clone()),
+        ..base.clone()
     })
     .await
 }
@@ -129,6 +166,7 @@ pub async fn start(
     on_applied: impl FnMut(&Applied),
     warn: &mut dyn FnMut(Diag),
 ) -> Result<Started> {
+    p.require_secret_values()?;
     let mut record = record_for(p, k8s);
     save_record(&record, env, warn);
     let applied = match apply_run(k8s, &p.plan, settings, &username(env), on_applied).await {

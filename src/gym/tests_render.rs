@@ -182,7 +182,7 @@ fn labels_on_job_and_pod_template() {
     assert_eq!(job["spec"]["template"]["metadata"]["labels"], want);
     assert_eq!(
         job["metadata"]["name"],
-        "gym-gym-job-20260101t000000z-abcdef-bench-a"
+        "gym-job-20260101t000000z-abcdef-bench-a"
     );
     assert_eq!(job["metadata"]["namespace"], "eng-test");
     assert_eq!(job["spec"]["template"]["spec"]["initContainers"], json!([]));
@@ -267,7 +267,8 @@ fn secret_host_values_go_through_the_run_secret() {
     let job = p.jobs[0].manifest.to_json();
     let text = job.to_string();
     assert!(!text.contains("hf_secret_value"), "{text}");
-    let secret_ref = json!({"secretKeyRef": {"name": "gym-gym-job-20260101t000000z-abcdef-env", "key": "HF_TOKEN"}});
+    let secret_ref =
+        json!({"secretKeyRef": {"name": "gym-job-20260101t000000z-abcdef-env", "key": "HF_TOKEN"}});
     assert_eq!(
         sidecar(&job)["env"][0],
         json!({"name": "HF_TOKEN", "valueFrom": secret_ref})
@@ -297,7 +298,7 @@ fn secret_host_values_go_through_the_run_secret() {
     assert_eq!(secret["kind"], "Secret");
     assert_eq!(
         secret["metadata"]["name"],
-        "gym-gym-job-20260101t000000z-abcdef-env"
+        "gym-job-20260101t000000z-abcdef-env"
     );
     assert_eq!(secret["data"]["HF_TOKEN"], "aGZfc2VjcmV0X3ZhbHVl");
     assert_eq!(secret["data"]["MY_USER"], "YWxpY2U=");

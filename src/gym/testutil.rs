@@ -10,7 +10,7 @@ use crate::diag::Diag;
 use super::config::{LoadedGym, load_text};
 use super::plan::{RunMeta, RunPlan, plan};
 
-pub const RUN_ID: &str = "gym-job-20260101T000000Z-abcdef";
+pub const RUN_ID: &str = "gym-job-20260101t000000z-abcdef";
 
 pub const FIXTURE: &str = "\
 services: {}

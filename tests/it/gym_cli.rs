@@ -42,11 +42,7 @@ fn render_prints_every_job_and_no_secret() {
         .collect();
     assert_eq!(
         names,
-        [
-            "gym-gym-cli-1-gpqa",
-            "gym-gym-cli-1-math",
-            "gym-gym-cli-1-tau2"
-        ]
+        ["gym-cli-1-gpqa", "gym-cli-1-math", "gym-cli-1-tau2"]
     );
     assert!(!stdout.contains("hf_cli_secret"));
     assert!(
@@ -54,7 +50,7 @@ fn render_prints_every_job_and_no_secret() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("Secret `gym-gym-cli-1-env` with HF_TOKEN (values not shown)"),
+        stderr.contains("Secret `gym-cli-1-env` with HF_TOKEN (values not shown)"),
         "{stderr}"
     );
     assert!(!stderr.contains("hf_cli_secret"));
@@ -102,17 +98,59 @@ fn config_errors_exit_2_with_the_line() {
         stderr.contains("did you mean `tensor_parallel_size`"),
         "{stderr}"
     );
+    // A `host:` value bound for the Job spec (not a secret) must be set, even offline.
     let out = nrl()
-        .args(["gym", "render", CONFIG])
+        .args([
+            "gym",
+            "render",
+            CONFIG,
+            "+driver.env.PLAIN=host:NOT_SET_ANYWHERE",
+        ])
+        .env("HF_TOKEN", "x")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nrl::gym::host_env_unset"), "{stderr}");
+}
+
+const EXAMPLE: &str = "examples/gym/gpqa.yaml";
+
+/// Issue 19 point 6: the shipped example renders offline without HF_TOKEN; the Secret
+/// holds a placeholder and stderr says which values are placeholders.
+#[test]
+fn render_without_the_secret_uses_placeholders_and_says_so() {
+    let out = nrl()
+        .args(["gym", "render", EXAMPLE, "--run-id", "gym-offline-1"])
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(data::parse_stream(&stdout).len(), 1, "{stdout}");
+    let summary: String = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("run gym-offline-1"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!(summary);
+}
+
+/// ... while a submit still needs them, and says so before contacting any cluster.
+#[test]
+fn submit_without_the_secret_is_refused_before_connecting() {
+    let out = nrl()
+        .args(["gym", "submit", EXAMPLE, "--run-id", "gym-offline-2"])
         .env_remove("HF_TOKEN")
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("nrl::gym::host_env_unset") && stderr.contains("e2e_three.yaml:9"),
+        stderr.contains("nrl::gym::host_env_unset") && stderr.contains("gpqa.yaml:26"),
         "{stderr}"
     );
+    assert!(!stderr.contains("kubeconfig"), "{stderr}");
 }
 
 #[test]
@@ -135,17 +173,58 @@ fn warnings_go_to_stderr() {
     );
 }
 
+/// Run ids follow `nrl run --run-id`'s rule (issue 19 point 6: `Bad_ID` used to become
+/// the label `bad-id` silently), for every gym command, before any cluster is contacted.
 #[test]
 fn bad_run_ids_are_refused_before_connecting() {
     let out = nrl().args(["gym", "status", "bad id"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("nrl::gym::run_id"));
-    let out = nrl()
-        .args(["gym", "render", CONFIG, "--run-id=_x"])
-        .env("HF_TOKEN", "x")
+    assert!(text(&out.stderr).contains("nrl::run::run_id"));
+    for cmd in ["render", "submit"] {
+        let out = nrl()
+            .args(["gym", cmd, CONFIG, "--run-id", "Bad_ID"])
+            .env("HF_TOKEN", "x")
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(
+            stderr.contains("nrl::run::run_id") && stderr.contains("run id `Bad_ID` contains `B`"),
+            "{cmd}: {stderr}"
+        );
+    }
+    for cmd in ["status", "logs", "cancel"] {
+        let out = nrl().args(["gym", cmd, "Bad_ID"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(stderr.contains("nrl::run::run_id"), "{cmd}: {stderr}");
+    }
+    // `nrl run` says the same thing about the same id.
+    let run = nrl()
+        .args(["run", "examples/quickstart/recipe.yaml", "--dry-run"])
+        .args([
+            "--infra",
+            "examples/quickstart/infra.yaml",
+            "--run-id",
+            "Bad_ID",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let gym = nrl().args(["gym", "status", "Bad_ID"]).output().unwrap();
+    let first = |b: &[u8]| {
+        text(b)
+            .lines()
+            .find(|l| l.contains("run id `Bad_ID`"))
+            .map(str::trim)
+            .map(String::from)
+    };
+    assert_eq!(
+        first(&gym.stderr),
+        first(&run.stderr),
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(first(&gym.stderr).is_some());
 }
 
 #[test]

@@ -92,7 +92,7 @@ fn three_benchmarks_one_failing_cli() {
 
     // The token is only in the Secret, which the Jobs own.
     let secret = fake
-        .get("v1", "Secret", "evals", "gym-gym-e2e-three-env")
+        .get("v1", "Secret", "evals", "gym-e2e-three-env")
         .expect("the run's Secret");
     let owners = secret["metadata"]["ownerReferences"].as_array().unwrap();
     assert_eq!(owners.len(), 3);
@@ -184,8 +184,8 @@ fn three_benchmarks_one_failing_cli() {
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("context `fake`, namespace `evals`"));
     assert!(
-        stdout.contains("deleted Job gym-gym-e2e-three-math")
-            && stdout.contains("deleted Secret gym-gym-e2e-three-env"),
+        stdout.contains("deleted Job gym-e2e-three-math")
+            && stdout.contains("deleted Secret gym-e2e-three-env"),
         "{stdout}"
     );
     assert!(
@@ -193,7 +193,7 @@ fn three_benchmarks_one_failing_cli() {
             .is_empty()
     );
     assert!(
-        fake.get("v1", "Secret", "evals", "gym-gym-e2e-three-env")
+        fake.get("v1", "Secret", "evals", "gym-e2e-three-env")
             .is_none()
     );
 }
@@ -280,7 +280,7 @@ async fn submit_applies_in_order_and_records() {
 async fn one_failed_apply_does_not_stop_the_others() {
     let fake = fake();
     fake.inject(
-        FaultMatch::verb("patch", "jobs").name("gym-gym-lib-forbid-math"),
+        FaultMatch::verb("patch", "jobs").name("gym-lib-forbid-math"),
         FaultAction::Status(403),
         None,
     );
@@ -329,7 +329,7 @@ async fn one_failed_apply_does_not_stop_the_others() {
 async fn a_hung_apply_times_out() {
     let fake = fake();
     fake.inject(
-        FaultMatch::verb("patch", "jobs").name("gym-gym-lib-hang-gpqa"),
+        FaultMatch::verb("patch", "jobs").name("gym-lib-hang-gpqa"),
         FaultAction::Hang,
         None,
     );
@@ -382,7 +382,7 @@ async fn cancel_one_benchmark() {
     )
     .await
     .unwrap();
-    assert_eq!(done.jobs, ["gym-gym-lib-cancel-math"]);
+    assert_eq!(done.jobs, ["gym-lib-cancel-math"]);
     assert_eq!(done.secret, None);
     let left: Vec<String> = fake
         .list(
@@ -394,10 +394,10 @@ async fn cancel_one_benchmark() {
         .iter()
         .map(|j| j["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(left, ["gym-gym-lib-cancel-gpqa", "gym-gym-lib-cancel-tau2"]);
+    assert_eq!(left, ["gym-lib-cancel-gpqa", "gym-lib-cancel-tau2"]);
     assert!(fake.pods("evals", "gym-benchmark=math").is_empty());
     assert!(
-        fake.get("v1", "Secret", "evals", "gym-gym-lib-cancel-env")
+        fake.get("v1", "Secret", "evals", "gym-lib-cancel-env")
             .is_some()
     );
 }
@@ -408,7 +408,7 @@ async fn cancel_one_benchmark() {
 async fn cancel_refuses_another_users_run_unless_forced() {
     let (fake, k8s, _cache) = long_run_started("gym-lib-theirs").await;
     let owner = fake
-        .get("v1", "Secret", "evals", "gym-gym-lib-theirs-env")
+        .get("v1", "Secret", "evals", "gym-lib-theirs-env")
         .unwrap()["metadata"]["labels"]["nrl-k8s/owner"]
         .as_str()
         .unwrap()
@@ -444,7 +444,7 @@ async fn cancel_refuses_another_users_run_unless_forced() {
     assert!(fake.requests(|r| r.verb == "delete").is_empty());
     let done = cancel(true).await.unwrap();
     assert_eq!(done.jobs.len(), 3, "{done:?}");
-    assert_eq!(done.secret.as_deref(), Some("gym-gym-lib-theirs-env"));
+    assert_eq!(done.secret.as_deref(), Some("gym-lib-theirs-env"));
 }
 
 // Following: `logs -f` waits for the pod and ends with it; `status` works without the
@@ -486,7 +486,7 @@ fn follow_status_elsewhere_and_detach() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     for b in ["gpqa", "math", "tau2"] {
-        assert!(row(&stdout, b).contains("gym-gym-e2e-follow-"), "{stdout}");
+        assert!(row(&stdout, b).contains("gym-e2e-follow-"), "{stdout}");
     }
     let out = elsewhere
         .nrl()
@@ -531,5 +531,87 @@ fn follow_status_elsewhere_and_detach() {
         )
         .len(),
         3
+    );
+}
+
+/// Issue 19 point 6: `gym submit|status|logs|cancel` take `-n` and `--kubeconfig` like
+/// the other cluster commands, and `-n` is the namespace every request goes to (on
+/// submit it replaces the config's `compute.cluster.namespace`, in the Jobs too).
+#[test]
+fn namespace_and_kubeconfig_flags_reach_the_api() {
+    let fake = fake();
+    fake.create_namespace("evals-b");
+    fake.set_job_script("*", JobScript::succeeds().log("driver", "done here"));
+    let kubeconfig = fake.kubeconfig_path().to_str().unwrap().to_string();
+    // No KUBECONFIG in the environment: only --kubeconfig finds the fake.
+    let home = TestContext::new()
+        .env("HF_TOKEN", TOKEN)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .columns(200)
+        .timeout(Duration::from_secs(60));
+    let flags = ["-n", "evals-b", "--kubeconfig", kubeconfig.as_str()];
+    let run = "gym-e2e-ns";
+    let out = home
+        .nrl()
+        .args(["gym", "submit", CONFIG, "--run-id", run])
+        .args(flags)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("namespace `evals-b`"), "{stderr}");
+    let jobs = fake.list("batch/v1", "Job", Some("evals-b"), "gym-job-id=gym-e2e-ns");
+    assert_eq!(jobs.len(), 3);
+    assert!(
+        fake.list("batch/v1", "Job", Some("evals"), "gym-job-id=gym-e2e-ns")
+            .is_empty()
+    );
+    let namespaced = |f: &FakeK8s| {
+        f.requests(|q| q.namespace.is_some())
+            .iter()
+            .map(|q| q.namespace.clone().unwrap_or_default())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(
+        namespaced(&fake).into_iter().collect::<Vec<_>>(),
+        ["evals-b"]
+    );
+
+    // Another machine (no record): the flags alone find the run.
+    let elsewhere = TestContext::new()
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .columns(200)
+        .timeout(Duration::from_secs(60));
+    let out = elsewhere
+        .nrl()
+        .args(["gym", "status", run])
+        .args(flags)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("namespace `evals-b`"), "{stdout}");
+    assert!(row(&stdout, "gpqa").contains("Succeeded"), "{stdout}");
+    let out = elsewhere
+        .nrl()
+        .args(["gym", "logs", run, "gpqa"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "done here\n", "{}", text(&out.stderr));
+    let out = elsewhere
+        .nrl()
+        .args(["gym", "cancel", run])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        fake.list("batch/v1", "Job", Some("evals-b"), "gym-job-id=gym-e2e-ns")
+            .is_empty()
+    );
+    assert_eq!(
+        namespaced(&fake).into_iter().collect::<Vec<_>>(),
+        ["evals-b"]
     );
 }

@@ -9,8 +9,8 @@ use serde_json::Value as Json;
 
 use crate::support::data;
 
-const RUN_ID: &str = "gym-job-20260901T120000Z-a1b2c3";
-const R: &str = "/mnt/gym-output/gym-job-20260901T120000Z-a1b2c3/gpqa";
+const RUN_ID: &str = "gym-job-20260901t120000z-a1b2c3";
+const R: &str = "/mnt/gym-output/gym-job-20260901t120000z-a1b2c3/gpqa";
 
 fn data(name: &str) -> String {
     std::fs::read_to_string(data::repo().join("tests/data/gym").join(name)).expect("test data")
@@ -101,7 +101,7 @@ fn the_token_is_nowhere_in_the_job() {
     let secret = plan.secret.expect("a Secret for HF_TOKEN").to_json();
     assert_eq!(
         secret["metadata"]["name"],
-        "gym-gym-job-20260901t120000z-a1b2c3-env"
+        "gym-job-20260901t120000z-a1b2c3-env"
     );
     assert_eq!(secret["metadata"]["namespace"], "evals");
     let token = base64::engine::general_purpose::STANDARD
@@ -144,7 +144,7 @@ fn the_blobs_hold_the_resolved_config_and_the_record_stub() {
     assert_eq!(rec["hostname"], Json::Null);
     assert_eq!(
         rec["benchmarks"],
-        serde_json::json!([{"benchmark": "gpqa", "job_dir": R, "job_id": "gym-gym-job-20260901t120000z-a1b2c3-gpqa", "error": null}])
+        serde_json::json!([{"benchmark": "gpqa", "job_dir": R, "job_id": "gym-job-20260901t120000z-a1b2c3-gpqa", "error": null}])
     );
     assert_eq!(
         rec["executor_metadata"],

@@ -68,14 +68,14 @@ fn the_playbook_runs_three_benchmarks_one_failing() {
         out.contains("run gym-script-1: 3 benchmark(s) in namespace evals"),
         "{out}"
     );
-    assert!(out.contains("Job/gym-gym-script-1-math"), "{out}");
+    assert!(out.contains("Job/gym-script-1-math"), "{out}");
     assert!(
         out.contains("Secret with [\"HF_TOKEN\"] (values not shown)"),
         "{out}"
     );
     let line = |b: &str| {
         out.lines()
-            .find(|l| l.trim_start().starts_with(b) && l.contains("gym-gym-script-1-"))
+            .find(|l| l.trim_start().starts_with(b) && l.contains("gym-script-1-"))
             .unwrap_or_default()
             .to_string()
     };
@@ -125,10 +125,10 @@ fn the_playbook_plans_without_touching_the_cluster() {
     assert_eq!(
         targets,
         [
-            "Secret/gym-gym-plan-1-env",
-            "Job/gym-gym-plan-1-gpqa",
-            "Job/gym-gym-plan-1-math",
-            "Job/gym-gym-plan-1-tau2"
+            "Secret/gym-plan-1-env",
+            "Job/gym-plan-1-gpqa",
+            "Job/gym-plan-1-math",
+            "Job/gym-plan-1-tau2"
         ]
     );
     assert!(steps.iter().all(|s| s.action == "apply"));
@@ -165,7 +165,7 @@ fn attach_status_logs_and_cancel() {
     r.ok();
     assert_eq!(
         r.stdout(),
-        "gpqa Succeeded\nmath Failed\ntau2 Succeeded\nfalse\ngpqa accuracy=0.41\n\nevals\n3\ngym-gym-script-2-env\nGymRun\n"
+        "gpqa Succeeded\nmath Failed\ntau2 Succeeded\nfalse\ngpqa accuracy=0.41\n\nevals\n3\ngym-script-2-env\nGymRun\n"
     );
     assert!(
         fake.list("batch/v1", "Job", Some("evals"), "gym-job-id=gym-script-2")
@@ -195,7 +195,7 @@ fn status_keeps_the_recorded_outcome_of_jobs_their_ttl_removed() {
             "batch/v1",
             "Job",
             "evals",
-            &format!("gym-gym-script-ttl-{b}"),
+            &format!("gym-script-ttl-{b}"),
             None
         ));
     }
@@ -283,11 +283,80 @@ fn the_playbook_dry_runs_the_example_through_the_binary() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("Job/gym-gym-dry-1-gpqa"), "{stdout}");
+    assert!(stdout.contains("Job/gym-dry-1-gpqa"), "{stdout}");
     assert!(
-        stdout.contains("apply") && stdout.contains("Secret/gym-gym-dry-1-env"),
+        stdout.contains("apply") && stdout.contains("Secret/gym-dry-1-env"),
         "{stdout}"
     );
+}
+
+/// Issue 19 point 6: `--dry-run` is offline, so the shipped example plans without
+/// HF_TOKEN (its Secret holds a placeholder, and stderr says so).
+#[test]
+fn the_playbook_dry_runs_the_example_without_the_secret() {
+    let out = context::nrl()
+        .env_remove("HF_TOKEN")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["script", "scripts/gym_eval.rhai", "--dry-run", "--"])
+        .args([
+            "--config",
+            "examples/gym/gpqa.yaml",
+            "--run-id",
+            "gym-dry-2",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("Secret/gym-dry-2-env"), "{stdout}");
+    assert!(
+        stderr.contains("`HF_TOKEN` not set here") && stderr.contains("<HF_TOKEN: set at submit>"),
+        "{stderr}"
+    );
+}
+
+/// A real `gym::submit` of a config whose secret is unset fails before any apply.
+#[test]
+fn a_submit_without_the_secret_fails_before_applying() {
+    let fake = fake();
+    let kubeconfig = fake.kubeconfig_path().to_path_buf();
+    let r = run_with(
+        "gym.rhai",
+        r#"let cfg = gym::load("tests/data/gym/e2e_three.yaml", #{run_id: "gym-nosecret-1"});
+           print(cfg.secret_keys());
+           gym::submit(cfg);"#,
+        &[],
+        move |o| {
+            o.connect.kubeconfig = Some(kubeconfig);
+            o.env = std::sync::Arc::new(script_host::test_env());
+        },
+    );
+    assert_eq!(r.stdout(), "[\"HF_TOKEN\"]\n");
+    let e = r.err();
+    assert!(e.message.contains("`HF_TOKEN` is not set"), "{}", e.message);
+    assert!(fake.requests(|q| q.is_apply()).is_empty());
+}
+
+/// `gym::load(…, #{run_id})` and `gym::attach` check ids like `nrl run --run-id` (issue
+/// 19 point 6: `Bad_ID` used to become the label `bad-id`).
+#[test]
+fn builtin_run_ids_follow_the_one_rule() {
+    let fake = fake();
+    let cache = tempfile::tempdir().unwrap();
+    for script in [
+        r#"gym::load("tests/data/gym/e2e_three.yaml", #{run_id: "Bad_ID"});"#,
+        r#"gym::attach("Bad_ID");"#,
+    ] {
+        let r = run_on(&fake, cache.path(), script, &[], true);
+        let text = r.err().render(false, 120);
+        assert!(
+            text.contains("nrl::run::run_id") && text.contains("run id `Bad_ID` contains `B`"),
+            "{script}: {text}"
+        );
+    }
 }
 
 #[test]

@@ -17,7 +17,8 @@ use crate::config::node::{KeyKind, Node, Value};
 use crate::config::typed::check::{Cx, Path, RULE, TYPE, wrong_type};
 use crate::diag::Diag;
 
-use super::model::{EnvMap, EnvOrigin, EnvValue};
+use super::model::{EnvMap, EnvOrigin, EnvValue, placeholder};
+use crate::config::source::Span;
 
 const PREFIXES: &str = "'lit:', 'host:', 'secret:' or 'runtime:'";
 
@@ -153,6 +154,7 @@ fn value(cx: &mut Cx, env: &dyn Env, key: &str, node: &Node, path: &Path) -> Opt
         origin,
         written: raw.clone(),
         span: node.best_span(),
+        unset_at: None,
     };
     if let Some(lit) = raw.strip_prefix("lit:") {
         return Some(ev(lit.to_string(), EnvOrigin::Literal));
@@ -199,25 +201,35 @@ fn value(cx: &mut Cx, env: &dyn Env, key: &str, node: &Node, path: &Path) -> Opt
         );
         return None;
     }
-    let Some(value) = env.var(var) else {
-        cx.report(
-            Diag::new(
-                "nrl::gym::host_env_unset",
-                format!("`{path}` references {prefix}:{var}, but `{var}` is not set in the submitting shell's environment"),
-            )
-            .label(node.best_span(), format!("`{var}` is unset"))
-            .help(format!("export {var}=... before running nrl, or use `lit:` for a fixed value")),
-        );
-        return None;
-    };
     let secret = prefix == "secret" || is_secret_name(var) || is_secret_name(key);
-    Some(ev(
-        value,
-        EnvOrigin::Host {
-            var: var.to_string(),
-            secret,
-        },
-    ))
+    let origin = EnvOrigin::Host {
+        var: var.to_string(),
+        secret,
+    };
+    match env.var(var) {
+        Some(value) => Some(ev(value, origin)),
+        // A secret only reaches the run's Secret, so an offline render can show a
+        // placeholder there; a submit refuses it (`require_secret_values`).
+        None if secret => Some(EnvValue {
+            unset_at: Some(path.to_string()),
+            ..ev(placeholder(var), origin)
+        }),
+        // Any other value is written into the Job spec: it must be real.
+        None => {
+            cx.report(unset_error(&path.to_string(), raw, var, node.best_span()));
+            None
+        }
+    }
+}
+
+/// `path` asks for `written` (`host:VAR`), but `VAR` is not set here.
+pub(super) fn unset_error(path: &str, written: &str, var: &str, span: Option<Span>) -> Diag {
+    Diag::new(
+        "nrl::gym::host_env_unset",
+        format!("`{path}` references {written}, but `{var}` is not set in the submitting shell's environment"),
+    )
+    .label(span, format!("`{var}` is unset"))
+    .help(format!("export {var}=... before running nrl, or use `lit:` for a fixed value"))
 }
 
 #[cfg(test)]

@@ -58,6 +58,9 @@ pub struct GymLoadRequest {
     pub overrides: Vec<String>,
     /// Where `host:` values and `${oc.env:…}` are read from.
     pub env: Arc<dyn Env>,
+    /// `-n`: the namespace instead of the config's `compute.<name>.namespace` (applied as
+    /// the last override, so the resolved config on the PVC says the same).
+    pub namespace: Option<String>,
 }
 
 impl GymLoadRequest {
@@ -66,6 +69,7 @@ impl GymLoadRequest {
             config: config.into(),
             overrides: Vec::new(),
             env,
+            namespace: None,
         }
     }
 }
@@ -84,7 +88,18 @@ pub struct LoadedGym {
 /// Load, resolve and validate a Gym submit config.
 pub fn load(req: &GymLoadRequest) -> Result<LoadedGym> {
     let inh = load_with_defaults(&req.config, SourceKind::Gym, &|n: Node, _: &FsPath| Ok(n))?;
-    finish(inh.merged, inh.files, &req.overrides, req.env.as_ref())
+    let mut overrides = req.overrides.clone();
+    if let Some(ns) = &req.namespace {
+        // The single `compute` entry (more than one is refused by the model below).
+        let name = inh
+            .merged
+            .get("compute")
+            .and_then(Node::as_map)
+            .and_then(|m| m.keys().next().cloned())
+            .unwrap_or_else(|| "cluster".into());
+        overrides.push(format!("compute.{name}.namespace='{ns}'"));
+    }
+    finish(inh.merged, inh.files, &overrides, req.env.as_ref())
 }
 
 /// Load a config given as text (`name` labels diagnostics); `defaults:` is not followed.

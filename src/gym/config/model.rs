@@ -43,6 +43,43 @@ impl SubmitConfig {
         self.node_at(keys).and_then(|n| n.key_span.or(n.span))
     }
 
+    /// Every env value of the config (sidecars in order, then the driver).
+    pub fn env_values(&self) -> impl Iterator<Item = &EnvValue> {
+        self.services
+            .values()
+            .flat_map(|s| s.env.values())
+            .chain(self.driver.env.values())
+    }
+
+    /// The variables of secrets rendered with a placeholder (unset here), each once.
+    pub fn placeholder_vars(&self) -> Vec<String> {
+        let mut vars: Vec<String> = Vec::new();
+        for v in self.env_values().filter(|v| v.unset_at.is_some()) {
+            if let Some(var) = v.secret_var()
+                && !vars.iter().any(|x| x == var)
+            {
+                vars.push(var.to_string());
+            }
+        }
+        vars
+    }
+
+    /// An error naming every secret that is unset here (what a submit needs first).
+    pub fn require_secret_values(&self) -> crate::diag::Result<()> {
+        let errors = self
+            .env_values()
+            .filter_map(|v| {
+                let path = v.unset_at.as_deref()?;
+                let var = v.secret_var()?;
+                Some(super::env::unset_error(path, &v.written, var, v.span))
+            })
+            .collect();
+        match crate::diag::Diag::aggregate(errors) {
+            Some(d) => Err(d),
+            None => Ok(()),
+        }
+    }
+
     /// The service named by `driver.policy_model`, when set.
     pub fn policy_service(&self) -> Option<(&str, &VllmService)> {
         let name = self.driver.policy_model.as_deref()?;
@@ -214,6 +251,16 @@ pub struct EnvValue {
     /// The value as written (`host:HF_TOKEN`), for dumps that must not hold secrets.
     pub written: String,
     pub span: Option<Span>,
+    /// A secret whose variable is not set here: `value` is [`placeholder`], and this is
+    /// the config path that asked for it (`driver.env.HF_TOKEN`). Rendering goes on
+    /// (offline, nothing leaves the machine); a submit refuses it.
+    pub unset_at: Option<String>,
+}
+
+/// The value rendered for a secret whose variable is unset: angle brackets and spaces,
+/// so it cannot pass for a token.
+pub fn placeholder(var: &str) -> String {
+    format!("<{var}: set at submit>")
 }
 
 /// Where an env value came from.

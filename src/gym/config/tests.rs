@@ -471,3 +471,33 @@ fn secrets_read_by_interpolation_are_refused_where_they_are_written() {
         Some("HF_TOKEN")
     );
 }
+
+/// Issue 19 point 6: an unset secret renders as a placeholder (it only reaches the run's
+/// Secret) and is named for the submit to refuse; an unset value bound for the Job spec
+/// is still an error.
+#[test]
+fn unset_secrets_are_placeholders_that_a_submit_refuses() {
+    let c = load(&[
+        "driver.env={A: 'secret:NOT_SET_ANYWHERE', B_TOKEN: 'host:NOT_SET_ANYWHERE', C: 'host:OTHER_UNSET_TOKEN', D: 'host:HF_TOKEN'}",
+    ])
+    .config;
+    let env = &c.driver.env;
+    assert_eq!(env["A"].value, "<NOT_SET_ANYWHERE: set at submit>");
+    assert_eq!(env["A"].unset_at.as_deref(), Some("driver.env.A"));
+    assert_eq!(env["D"].unset_at, None);
+    assert_eq!(
+        c.placeholder_vars(),
+        ["NOT_SET_ANYWHERE", "OTHER_UNSET_TOKEN"]
+    );
+    let e = c.require_secret_values().unwrap_err();
+    assert_eq!(e.code, "nrl::gym::host_env_unset");
+    assert!(
+        e.message
+            .contains("`driver.env.A` references secret:NOT_SET_ANYWHERE"),
+        "{}",
+        e.message
+    );
+    assert_eq!(all_messages(&e).lines().count(), 3, "{}", all_messages(&e));
+    let e = load_err(&["driver.env={PLAIN: 'host:NOT_SET_ANYWHERE'}"]);
+    assert_eq!(e.code, "nrl::gym::host_env_unset");
+}

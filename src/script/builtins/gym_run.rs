@@ -167,6 +167,9 @@ pub(super) fn submit_run(
         })),
     };
     if h.dry_run() {
+        if let Some(note) = p.placeholder_note() {
+            h.line(Stream::Stderr, &note);
+        }
         if let Some(name) = plan.secret_name() {
             h.plan.record(
                 "apply",
@@ -183,6 +186,7 @@ pub(super) fn submit_run(
         }
         return Ok(run);
     }
+    p.require_secret_values().map_err(fail)?;
     let context = opt_str(options, "context").or(plan.context.clone());
     let k = connect(&h, context, Some(plan.namespace.clone()))?;
     h.announce(&k, &plan.namespace);
@@ -222,7 +226,7 @@ pub(super) fn attach_run(
 ) -> RhaiResult<GymRun> {
     let h = host(ctx)?;
     check_options("gym::attach()", options, ATTACH_OPTIONS).map_err(fail)?;
-    crate::gym::names::check_run_id(run_id).map_err(fail)?;
+    crate::gym::names::parse_run_id(run_id).map_err(fail)?;
     let record = GymRecord::load(h.opts.env.as_ref(), run_id).map_err(fail)?;
     let namespace = opt_str(options, "namespace")
         .or_else(|| record.as_ref().and_then(|r| r.run.namespace.clone()));
