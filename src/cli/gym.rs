@@ -78,7 +78,8 @@ Exit codes: 0 no benchmark failed (some may still run), 1 a benchmark failed.
 Examples:
   nrl gym status gym-20260901-120000-a1b2
   nrl gym status gym-20260901-120000-a1b2 -n evals --context prod
-  nrl gym status gym-20260901-120000-a1b2 -n evals --kubeconfig ~/.kube/lab.yaml")]
+  nrl gym status gym-20260901-120000-a1b2 -n evals --kubeconfig ~/.kube/lab.yaml
+  nrl gym status gym-20260901-120000-a1b2 -o json")]
     Status(StatusArgs),
     /// Print the logs of a run's driver (or of a sidecar), for one benchmark or all.
     #[command(after_help = "\
@@ -164,6 +165,10 @@ pub struct RunTarget {
 pub struct StatusArgs {
     #[command(flatten)]
     pub target: RunTarget,
+    /// Output format; json and yaml: `{run, context, namespace, benchmarks: [{benchmark,
+    /// job, phase, detail}]}`.
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: super::common::Output,
 }
 
 #[derive(Debug, Args)]
@@ -419,6 +424,13 @@ async fn status(args: StatusArgs, env: Arc<dyn Env>) -> Result<Exit> {
     if view.rows().is_empty() {
         return Err(Diag::new("nrl::gym::no_run", format!("no Jobs of run `{run}` in namespace `{ns}`"))
             .help("check the run id and --namespace/--context (runs submitted here are remembered in ~/.cache/nrl/runs)"));
+    }
+    let data = serde_json::json!({
+        "run": run, "context": k8s.context, "namespace": ns, "benchmarks": view.rows(),
+    });
+    if let Some(text) = args.output.data(&data) {
+        crate::outln!("{text}");
+        return Ok(exit_of(&view));
     }
     crate::outln!("run {run} (context `{}`, namespace `{ns}`)", k8s.context);
     crate::out!(

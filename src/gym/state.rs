@@ -50,14 +50,20 @@ impl Phase {
     }
 }
 
+impl serde::Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-/// One row of a run's table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One row of a run's table. Field names are `gym status -o json|yaml`'s.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct BenchStatus {
     pub benchmark: String,
     pub job: String,

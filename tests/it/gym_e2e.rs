@@ -123,6 +123,28 @@ fn three_benchmarks_one_failing_cli() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     snapshot!(home, "status_table", stdout);
+    // The same as data, same exit code.
+    let out = home
+        .nrl()
+        .args(["gym", "status", run, "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let data: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(data["run"], run);
+    let phases: Vec<String> = data["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            format!(
+                "{} {}",
+                b["benchmark"].as_str().unwrap(),
+                b["phase"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(phases.iter().any(|p| p == "math Failed"), "{phases:?}");
 
     // logs: one benchmark's driver, a sidecar, and all benchmarks prefixed.
     let out = home
