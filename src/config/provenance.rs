@@ -104,11 +104,8 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
         None if key == "infra" => (true, String::new()),
         None => (false, key.to_string()),
     };
-    let segs: Vec<&str> = if path.is_empty() {
-        Vec::new()
-    } else {
-        path.split('.').collect()
-    };
+    let owned = key_segments(&path)?;
+    let segs: Vec<&str> = owned.iter().map(String::as_str).collect();
     let settings = layer_settings(cfg, infra_side, &segs);
     let mut note = None;
     let value = if infra_side {
@@ -117,12 +114,19 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
         {
             note = Some(format!("inferred from {o}"));
         }
-        cfg.infra.source.get_path(&path).cloned()
+        get_segs(&cfg.infra.source, &segs).cloned()
+    } else if get_segs(&cfg.recipe, &segs).is_none() {
+        None
+    } else if segs.iter().any(|s| s.contains('.')) {
+        // A key with a dot in it cannot be named by a dotted path: resolve the whole tree.
+        let resolved = interp::resolve(&cfg.recipe, cfg.env.as_ref())?;
+        get_segs(&resolved, &segs).cloned()
     } else {
-        match cfg.recipe.get_path(&path) {
-            Some(_) => Some(interp::resolve_path(&cfg.recipe, &path, cfg.env.as_ref())?),
-            None => None,
-        }
+        Some(interp::resolve_path(
+            &cfg.recipe,
+            &segs.join("."),
+            cfg.env.as_ref(),
+        )?)
     };
     if value.is_none() && settings.is_empty() {
         let root = if infra_side {
@@ -130,7 +134,8 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
         } else {
             &cfg.recipe
         };
-        return Err(missing_key(root, key, &segs, infra_side));
+        let infra_root = (!infra_side).then_some(&cfg.infra.source);
+        return Err(missing_key(root, infra_root, key, &segs, infra_side));
     }
     Ok(Explanation {
         key: key.to_string(),
@@ -138,6 +143,70 @@ pub fn explain(cfg: &LoadedConfig, key: &str) -> Result<Explanation> {
         value,
         note,
     })
+}
+
+/// The node at `segs` (map keys, list indices), if any.
+fn get_segs<'a>(root: &'a Node, segs: &[&str]) -> Option<&'a Node> {
+    segs.iter().try_fold(root, |cur, seg| cur.child(seg))
+}
+
+/// A key as users write it: dotted segments, where a segment with dots or slashes in it is
+/// written in brackets (`labels['kai.scheduler/queue']`, `labels["a.b"]`), and a list
+/// index may be too (`workers[0]`).
+pub fn key_segments(path: &str) -> Result<Vec<String>> {
+    let bad = |why: &str| {
+        Diag::new(
+            "nrl::config::bad_key",
+            format!("`{path}` is not a key: {why}"),
+        )
+        .help("write keys as `a.b.c`; a key with dots in it as `a['b.c']`")
+    };
+    let mut segs = Vec::new();
+    let mut cur = String::new();
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                if !cur.is_empty() {
+                    segs.push(std::mem::take(&mut cur));
+                } else if segs.is_empty() || path.starts_with('.') {
+                    return Err(bad("an empty segment"));
+                }
+            }
+            '[' => {
+                if !cur.is_empty() {
+                    segs.push(std::mem::take(&mut cur));
+                }
+                let quote = match chars.peek() {
+                    Some(&q @ ('\'' | '"')) => {
+                        chars.next();
+                        Some(q)
+                    }
+                    _ => None,
+                };
+                let mut inner = String::new();
+                loop {
+                    match (chars.next(), quote) {
+                        (Some(q), Some(want)) if q == want => break,
+                        (Some(']'), None) => break,
+                        (Some(ch), _) => inner.push(ch),
+                        (None, _) => return Err(bad("an unclosed `[`")),
+                    }
+                }
+                if quote.is_some() && chars.next() != Some(']') {
+                    return Err(bad("a quoted key must end with `]`"));
+                }
+                segs.push(inner);
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        segs.push(cur);
+    } else if path.ends_with('.') {
+        return Err(bad("an empty segment"));
+    }
+    Ok(segs)
 }
 
 /// What every layer says about `segs` (the infra side's layers, or the recipe's), lowest
@@ -297,7 +366,15 @@ fn scan_overrides(ovs: &[Override], segs: &[&str], out: &mut Vec<Setting>) {
     }
 }
 
-fn missing_key(root: &Node, key: &str, segs: &[&str], infra_side: bool) -> Diag {
+/// `infra_root`: for a recipe key, the infra tree (a key that exists there is meant as
+/// `infra.<key>`).
+fn missing_key(
+    root: &Node,
+    infra_root: Option<&Node>,
+    key: &str,
+    segs: &[&str],
+    infra_side: bool,
+) -> Diag {
     // Deepest existing container, then suggest among its keys.
     let mut cur = root;
     let mut depth = 0;
@@ -323,6 +400,13 @@ fn missing_key(root: &Node, key: &str, segs: &[&str], infra_side: bool) -> Diag 
         "nrl::config::unknown_key",
         format!("`{key}` is not set in any layer"),
     );
+    if let Some(infra) = infra_root
+        && get_segs(infra, segs).is_some()
+    {
+        return d.help(format!(
+            "did you mean `infra.{key}`? (infra keys start with `infra.`)"
+        ));
+    }
     if let Some(m) = cur.as_map()
         && let Some(best) =
             crate::config::suggest::did_you_mean(wanted, m.keys().map(String::as_str))
@@ -337,4 +421,28 @@ fn missing_key(root: &Node, key: &str, segs: &[&str], infra_side: bool) -> Diag 
     d.help(
         "use a dotted path such as `infra.kuberay.training.name` or `policy.optimizer.kwargs.lr`",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_segments;
+
+    #[test]
+    fn keys_split_on_dots_with_bracketed_segments_kept_whole() {
+        let segs = |k: &str| key_segments(k).unwrap();
+        assert_eq!(
+            segs("policy.optimizer.kwargs.lr"),
+            ["policy", "optimizer", "kwargs", "lr"]
+        );
+        assert_eq!(
+            segs("kuberay.training.labels['kai.scheduler/queue']"),
+            ["kuberay", "training", "labels", "kai.scheduler/queue"]
+        );
+        assert_eq!(segs(r#"labels["a.b"].c"#), ["labels", "a.b", "c"]);
+        assert_eq!(segs("workers[0].replicas"), ["workers", "0", "replicas"]);
+        assert_eq!(segs(""), Vec::<String>::new());
+        for bad in ["labels['a.b'", "a.", ".a", "labels['a'x"] {
+            assert!(key_segments(bad).is_err(), "{bad}");
+        }
+    }
 }

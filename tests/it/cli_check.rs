@@ -606,3 +606,34 @@ fn output_dash_is_stdout_and_a_bare_format_word_is_refused() {
     assert!(!ctx.home().join("json").exists() && !std::path::Path::new("json").exists());
     snapshot!(ctx, ran.stderr);
 }
+
+/// `--explain` takes a key with dots in it in brackets (a label such as
+/// `kai.scheduler/queue`), and a recipe-side key that exists in the infra is pointed there.
+#[test]
+fn explain_takes_bracketed_keys_and_points_infra_keys_to_infra() {
+    let ctx = TestContext::new();
+    let pair = [
+        "check",
+        "tests/data/doctor/recipe.yaml",
+        "--infra",
+        "tests/data/doctor/infra.yaml",
+        "--skip-doctor",
+    ];
+    let ran = ctx
+        .nrl()
+        .args(pair)
+        .args([
+            "--explain",
+            "infra.kuberay.training.labels['kai.scheduler/queue']",
+        ])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    snapshot!(ctx, "explain_bracket_key", ran.stdout);
+    let ran = ctx.nrl().args(pair).args(["--explain", "namespace"]).run();
+    assert_eq!(ran.code, Some(2));
+    assert!(
+        ran.stderr.contains("did you mean `infra.namespace`?"),
+        "{}",
+        ran.stderr
+    );
+}
