@@ -95,7 +95,7 @@ fn config_errors_exit_2_with_the_line() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("nrl::config::unknown_key"), "{stderr}");
     assert!(
-        stderr.contains("did you mean `tensor_parallel_size`"),
+        stderr.contains("did you mean `services.policy.tensor_parallel_size=2`?"),
         "{stderr}"
     );
     // A `host:` value bound for the Job spec (not a secret) must be set, even offline.

@@ -60,8 +60,8 @@ fn a_failed_set_leaves_the_handle_unchanged() {
     );
     assert_eq!(
         out,
-        "nrl::override::missing_key\ndid you mean `grpo.max_num_steps`?\n\
-         To append to your config use +grpo.max_num_stpes=5\n3\n0\n"
+        "nrl::override::missing_key\ndid you mean `grpo.max_num_steps=5`? \
+         (to add `grpo.max_num_stpes` as a new key: +grpo.max_num_stpes=5)\n3\n0\n"
     );
 }
 

@@ -252,7 +252,8 @@ fn options_are_checked() {
     );
     let text = r.err().render(false, 120);
     assert!(
-        text.contains("nrl::config::unknown_key") && text.contains("did you mean `benchmarks`"),
+        text.contains("nrl::config::unknown_key")
+            && text.contains("did you mean `driver.benchmarks={}`"),
         "{text}"
     );
 }

@@ -200,17 +200,23 @@ impl Cx<'_> {
     fn missing(&self, i: usize, keys: Option<&Map>) -> Diag {
         let seg = &self.ov.path[i];
         let mut help = String::new();
-        if let Some(best) = keys.and_then(|m| did_you_mean(seg, m.keys())) {
-            let mut fixed = self.ov.path.clone();
-            fixed[i] = best;
-            let prefix = if self.ov.side == Side::Infra {
-                "infra."
-            } else {
-                ""
-            };
-            help.push_str(&format!("did you mean `{prefix}{}`?\n", dotted(&fixed)));
+        match keys.and_then(|m| did_you_mean(seg, m.keys())) {
+            // The override as it was likely meant: the same text with the key fixed.
+            Some(best) => {
+                let mut fixed = self.ov.path.clone();
+                fixed[i] = best;
+                let text = self
+                    .ov
+                    .text
+                    .replacen(&dotted(&self.ov.path), &dotted(&fixed), 1);
+                help.push_str(&format!(
+                    "did you mean `{text}`? (to add `{}` as a new key: +{})",
+                    self.key_upto(self.ov.path.len()),
+                    self.ov.text
+                ));
+            }
+            None => help.push_str(&self.append_hint()),
         }
-        help.push_str(&self.append_hint());
         let what = match keys {
             Some(_) => format!("`{seg}` is not a key of {}", self.parent_name(i)),
             None => format!("{} is null, so it has no `{seg}`", self.parent_name(i)),

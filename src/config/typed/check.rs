@@ -383,19 +383,36 @@ fn unknown_key(key: &str, value: &Node, path: &Path, shape: &Shape) -> Diag {
         .filter(|(_, sub)| sub.fields.contains(&key))
         .map(|(name, _)| *name)
         .collect();
-    let help = match (suggest(key, shape.fields), owners.as_slice()) {
-        (Some(s), _) => format!(
+    let from_override = value
+        .key_span
+        .filter(|sp| sp.kind() == crate::config::source::SourceKind::Override);
+    let help = match (suggest(key, shape.fields), owners.as_slice(), from_override) {
+        // An override: the same override with the key fixed, not a YAML edit.
+        (Some(s), _, Some(sp)) => {
+            let written = sp.text();
+            let fixed_key = match written.strip_suffix(key) {
+                Some(head) => format!("{head}{s}"),
+                None => written.clone(),
+            };
+            let text = sp.file().text.to_string();
+            let fixed = match text.find(&written) {
+                Some(at) => format!("{}{fixed_key}{}", &text[..at], &text[at + written.len()..]),
+                None => text,
+            };
+            format!("did you mean `{fixed}`?")
+        }
+        (Some(s), _, None) => format!(
             "did you mean `{s}`? Write `{s}:` instead; {} are spelled exactly as the schema spells them (no aliases)",
             path.doc().keys
         ),
-        (None, [one]) => {
+        (None, [one], _) => {
             format!("`{key}` belongs under `{path}.{one}`: write it as `{one}: {{{key}: ...}}`")
         }
-        (None, []) => format!(
+        (None, [], _) => format!(
             "remove it; `{path}` accepts only: {}",
             shape.fields.join(", ")
         ),
-        (None, many) => format!(
+        (None, many, _) => format!(
             "`{key}` is a field of {}; move it under the section you meant",
             many.iter()
                 .map(|m| format!("`{path}.{m}`"))

@@ -93,7 +93,7 @@ fn unknown_keys_are_errors_with_did_you_mean() {
         e.help
             .as_deref()
             .unwrap_or("")
-            .contains("did you mean `benchmarks`")
+            .contains("did you mean `driver.benchmarks={}`")
     );
     let e = load_err(&[VLLM, "services.vllm_model.tensor_paralel_size=2"]);
     assert!(
