@@ -6,7 +6,7 @@ use super::common::{block_on, cancel_on_signals};
 use super::run::{RunArgs, run_context, write_stdout};
 use crate::config::layers::LoadedConfig;
 use crate::diag::{Exit, Result};
-use crate::launch::checks::{DoctorGate, LaunchChecks};
+use crate::launch::checks::{DoctorGate, LaunchChecks, offline_findings_before_connecting};
 use crate::launch::output::Console;
 use crate::launch::raycluster;
 use crate::launch::raycluster::run::LongLivedOptions;
@@ -94,7 +94,14 @@ pub fn run(args: &RunArgs, mut cfg: LoadedConfig) -> Result<Exit> {
     let checks = checks(args);
     block_on(async move {
         let cancel = cancel_on_signals()?;
-        let k8s = args.kube.connect(Some(&cfg.infra.namespace)).await?;
+        let k8s = match args.kube.connect(Some(&cfg.infra.namespace)).await {
+            Ok(k) => k,
+            Err(e) => {
+                let launch = plan.manifests_as_nodes();
+                offline_findings_before_connecting(&cfg, &launch, &checks);
+                return Err(e);
+            }
+        };
         let mut console = Console::new();
         launch_rayjob(&k8s, &cfg, ctx, plan, opts, &checks, &mut console, &cancel).await
     })

@@ -45,10 +45,30 @@ pub async fn gate(
     color: bool,
     width: usize,
 ) -> Result<Report> {
-    let report = report(k8s, cfg, manifests, opts).await?;
+    let mut report = offline_with(cfg, manifests, opts);
+    match preflight(k8s, cfg, manifests).await {
+        Ok(pre) => report.merge(pre),
+        Err(e) => {
+            // What the offline rules found does not need the cluster: show it before
+            // saying the cluster could not be asked.
+            print_offline(&report, color, width);
+            return Err(e);
+        }
+    }
     if !report.is_empty() {
         crate::err!("{}", report.render(color, width));
     }
     verdict(&report)?;
     Ok(report)
+}
+
+/// The offline rules' report, when it has anything, with a title that says the preflight
+/// did not run.
+pub fn print_offline(report: &Report, color: bool, width: usize) {
+    if !report.is_empty() {
+        crate::err!(
+            "{}",
+            report.render_as(color, width, "doctor (offline rules only)")
+        );
+    }
 }

@@ -44,6 +44,24 @@ pub async fn doctor_gate(
     Ok(())
 }
 
+/// The doctor gate's offline half, for when the cluster cannot be reached at all: its
+/// findings are printed (stderr) before the connection error is reported.
+pub fn offline_findings_before_connecting(
+    cfg: &LoadedConfig,
+    launch: &[Node],
+    checks: &LaunchChecks,
+) {
+    let Some(gate) = &checks.doctor else {
+        return;
+    };
+    let Ok(mut manifests) = crate::render::check_manifests(&cfg.infra) else {
+        return;
+    };
+    manifests.extend(launch.iter().cloned());
+    let report = crate::doctor::offline_with(cfg, &manifests, &gate.options);
+    crate::doctor::gate::print_offline(&report, gate.color, gate.width);
+}
+
 /// With `verify`, the launch checklist of `record` (from `scan`, the log as it streamed,
 /// when the run was followed to its end); a failed checklist turns a clean exit into a
 /// failure.

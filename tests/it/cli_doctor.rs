@@ -153,3 +153,30 @@ fn doctor_findings_as_data() {
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     snapshot!(ctx, "clean_yaml", ran.stdout);
 }
+
+/// `nrl run` with no reachable cluster still shows what the offline rules found (they need
+/// no cluster), then the connection error: the user fixes both in one go.
+#[test]
+fn run_without_a_cluster_shows_the_offline_findings_first() {
+    let ctx = TestContext::new().env("KUBECONFIG", "/nonexistent/kubeconfig");
+    let ran = ctx
+        .nrl()
+        .arg("run")
+        .args(pair("gpu_fewer.recipe.yaml", "infra.yaml"))
+        .run();
+    assert_eq!(ran.code, Some(3), "{}", ran.stderr);
+    let offline = ran
+        .stderr
+        .find("doctor (offline rules only): 0 errors, 1 warning")
+        .expect("the offline report");
+    let unreachable = ran
+        .stderr
+        .find("no Kubernetes configuration found")
+        .expect("the connection error");
+    assert!(offline < unreachable, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("nrl::doctor::gpu_mismatch"),
+        "{}",
+        ran.stderr
+    );
+}

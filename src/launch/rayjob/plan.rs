@@ -53,6 +53,16 @@ pub struct RayJobPlan {
     pub ttl_seconds: i64,
 }
 
+impl RayJobPlan {
+    /// The RayJob and its DRA objects as config nodes (what the doctor rules read).
+    pub fn manifests_as_nodes(&self) -> Vec<Node> {
+        std::iter::once(&self.manifest)
+            .chain(&self.dra)
+            .map(Node::from_json)
+            .collect()
+    }
+}
+
 /// The RayJob and its DRA objects for `cfg` as `opts` asks, validated (entrypoint,
 /// training cluster, run id, TTL, and with `validate` the names and bundled schemas). No
 /// I/O: this is also what `nrl run --dry-run` prints.

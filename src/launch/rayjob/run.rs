@@ -8,7 +8,6 @@ use serde_json::Value as Json;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::layers::LoadedConfig;
-use crate::config::node::Node;
 use crate::diag::{Exit, Result};
 use crate::k8s::K8s;
 use crate::launch::checks::{LaunchChecks, checklist, doctor_gate};
@@ -215,11 +214,7 @@ pub async fn launch_rayjob(
     progress: &mut dyn Output,
     cancel: &CancellationToken,
 ) -> Result<Exit> {
-    let launch: Vec<Node> = std::iter::once(&plan.manifest)
-        .chain(&plan.dra)
-        .map(Node::from_json)
-        .collect();
-    doctor_gate(k8s, cfg, &launch, checks).await?;
+    doctor_gate(k8s, cfg, &plan.manifests_as_nodes(), checks).await?;
     let (outcome, record) = rayjob_run(k8s, cfg, ctx, plan, opts, progress, cancel).await?;
     let id = &outcome.run_id;
     match &outcome.end {
