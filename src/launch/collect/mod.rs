@@ -698,7 +698,7 @@ async fn pod_log(k8s: &K8s, ns: &str, w: &PodLog, keep: usize) -> PodLogResult {
     Ok((buf, dropped))
 }
 
-/// `head-10.0.0.1-0123abcd`: readable and unique per node.
+/// `head-127.0.0.1-0123abcd`: readable and unique per node.
 fn node_dir(n: &NodeInfo) -> String {
     let kind = if n.is_head_node { "head" } else { "worker" };
     let id: String = n.node_id.chars().take(8).collect();
