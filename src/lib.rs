@@ -12,6 +12,7 @@ pub mod diag;
 pub mod doctor;
 pub mod durations;
 pub mod gym;
+pub mod json_schemas;
 pub mod k8s;
 pub mod launch;
 pub mod ray;

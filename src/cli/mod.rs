@@ -22,6 +22,7 @@ pub mod repl;
 pub mod run;
 pub mod run_k8s;
 pub mod runs;
+pub mod schema;
 pub mod script;
 pub mod status;
 pub mod value_parsers;
@@ -78,6 +79,8 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Man pages: nrl(1) on stdout, or every command's page into a directory.
     Man(completions::ManArgs),
+    /// The JSON Schema of an infra file, a Gym config or the user defaults, for editors.
+    Schema(schema::SchemaArgs),
 }
 
 /// The cluster flags every cluster command takes, with a value each.
@@ -154,6 +157,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Repl(args) => repl::run(args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
+        Command::Schema(args) => schema::run(args),
     }
 }
 

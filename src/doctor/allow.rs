@@ -325,6 +325,30 @@ fn first_src(n: &Node) -> Option<SrcId> {
     }
 }
 
+/// The user defaults' `doctor:` section as a JSON Schema: `allow` lists codes, full or
+/// short, each described by its rule's summary.
+pub fn doctor_section_schema() -> serde_json::Value {
+    let codes: Vec<serde_json::Value> = super::rules::RULES
+        .iter()
+        .flat_map(|r| {
+            [r.code, r.short()]
+                .map(|code| serde_json::json!({ "const": code, "description": r.summary }))
+        })
+        .collect();
+    serde_json::json!({
+        "type": "object",
+        "description": "Settings of `nrl doctor`.",
+        "properties": {
+            "allow": {
+                "description": "Codes silenced everywhere (`nrl doctor --rules` lists them).",
+                "type": "array",
+                "items": { "anyOf": codes },
+            },
+        },
+        "additionalProperties": false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,6 +40,7 @@ mod run_k8s;
 mod run_k8s_longlived;
 mod run_local;
 mod runs;
+mod schema;
 mod script_args;
 mod script_cli;
 mod script_cluster;

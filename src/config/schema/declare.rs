@@ -7,7 +7,8 @@
 //!     /// Doc of the struct.
 //!     pub struct Model {
 //!         /// Doc of the field.
-//!         rust_name: Type = "yamlKey", converter, mode [, section SubModel] [, dump hook];
+//!         rust_name: Type = "yamlKey", converter, mode [, section SubModel] [, dump hook]
+//!             [, schema hook];
 //!         ...
 //!     }
 //!     [derived { rust_name: Type = from_node; }]
@@ -24,15 +25,20 @@
 //!   field (the unknown-key hint).
 //! - `dump hook`: `fn(&T) -> Option<Node>` instead of the type's own [`Dump`]; `None`
 //!   leaves the key out.
+//! - `schema hook`: `fn(&mut SchemaCx) -> serde_json::Value` instead of the type's own
+//!   [`Describe`], for a converter that takes more than the type says (quantities written
+//!   unquoted, null to remove a default).
 //! - `derived`: struct fields that are not YAML keys, computed from the model's node.
 //! - `read reader_fn`: the generated `fn reader_fn(cx, node, path) -> Option<Model>` reads
 //!   the fields in declaration order, then runs `rules_fn(cx, node, path, model)` (the
 //!   cross-field rules, which only ever see valid fields).
 //!
 //! `to_node` writes every field in declaration order, which is therefore the key order of
-//! the dump.
+//! the dump and of the JSON Schema's properties ([`Describe`], `nrl schema`): the field docs
+//! are its descriptions, `or(default)` its defaults, `req` its required keys.
 //!
 //! [`Dump`]: super::dump::Dump
+//! [`Describe`]: crate::config::typed::json_schema::Describe
 
 macro_rules! infra_model {
     // One field read through `Obj`, by mode.
@@ -68,6 +74,27 @@ macro_rules! infra_model {
         }
     };
 
+    // One property of the JSON Schema: the type's own description unless a hook is given.
+    (@schema $cx:ident, $ty:ty) => {
+        <$ty as $crate::config::typed::json_schema::Describe>::describe($cx)
+    };
+    (@schema $cx:ident, $ty:ty, $hook:path) => {
+        $hook($cx)
+    };
+    (@schema_default $ty:ty, or($default:expr)) => {{
+        let default: $ty = $default;
+        Some($crate::config::schema::dump::Dump::dump(&default).to_json())
+    }};
+    (@schema_default $ty:ty, $mode:ident) => {
+        None
+    };
+    (@schema_required req) => {
+        true
+    };
+    (@schema_required $mode:ident) => {
+        false
+    };
+
     // `impl Default;`: every field's default.
     (@default [] $name:ident { $($fields:tt)* }) => {};
     (@default [Default] $name:ident { $( $field:ident: $mode:ident $(($default:expr))?; )* }) => {
@@ -94,23 +121,24 @@ macro_rules! infra_model {
     };
 
     (
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
         pub struct $name:ident {
             $(
-                $(#[$fmeta:meta])*
+                $(#[doc = $fdoc:literal])*
                 $field:ident: $ty:ty = $key:literal, $conv:expr, $mode:ident $(($default:expr))?
                     $(, section $section:ty)?
-                    $(, dump $dump:path)?;
+                    $(, dump $dump:path)?
+                    $(, schema $schema:path)?;
             )*
         }
         $(derived { $( $(#[$xmeta:meta])* $xfield:ident: $xty:ty = $xfrom:path; )* })?
         read $read:ident $(, rules $rules:path)?;
         $(impl $default_trait:ident;)?
     ) => {
-        $(#[$meta])*
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq)]
         pub struct $name {
-            $( $(#[$fmeta])* pub $field: $ty, )*
+            $( $(#[doc = $fdoc])* pub $field: $ty, )*
             $($( $(#[$xmeta])* pub $xfield: $xty, )*)?
         }
 
@@ -132,6 +160,31 @@ macro_rules! infra_model {
                     );
                 )*
                 $crate::config::node::Node::from_map(map)
+            }
+        }
+
+        impl $crate::config::typed::json_schema::Describe for $name {
+            fn describe(
+                cx: &mut $crate::config::typed::json_schema::SchemaCx,
+            ) -> serde_json::Value {
+                cx.reference(stringify!($name), |cx| {
+                    let fields = vec![$(
+                        $crate::config::typed::json_schema::FieldSchema {
+                            key: $key,
+                            doc: &[$($fdoc),*],
+                            schema: $crate::config::schema::declare::infra_model!(
+                                @schema cx, $ty $(, $schema)?
+                            ),
+                            default: $crate::config::schema::declare::infra_model!(
+                                @schema_default $ty, $mode $(($default))?
+                            ),
+                            required: $crate::config::schema::declare::infra_model!(
+                                @schema_required $mode
+                            ),
+                        },
+                    )*];
+                    $crate::config::typed::json_schema::object_schema(cx, &[$($doc),*], fields)
+                })
             }
         }
 

@@ -36,6 +36,7 @@ use super::models::StrMap;
 use crate::config::node::{KeyKind, Node, Value, python_float_repr};
 use crate::config::typed::check::*;
 use crate::config::typed::convert::*;
+use crate::config::typed::json_schema::SchemaCx;
 
 infra_model! {
     /// `infra.dev`.
@@ -79,7 +80,8 @@ infra_model! {
             "set a label key, e.g. `ownerLabel: nrl-k8s/owner`",
         ), or("nrl-k8s/owner".into());
         /// Extra pod labels (defaults overlaid by what the user wrote).
-        labels: StrMap = "labels", labels_overlay, or(default_labels()), dump labels_dump;
+        labels: StrMap = "labels", labels_overlay, or(default_labels()), dump labels_dump,
+            schema labels_overlay_schema;
     }
     read dev, rules dev_rules;
     impl Default;
@@ -89,8 +91,9 @@ infra_model! {
     /// `infra.dev.resources`: container requests and limits.
     pub struct DevResources {
         requests: StrMap = "requests", requests_overlay, or(default_requests()),
-            dump requests_dump;
-        limits: StrMap = "limits", limits_overlay, or(default_limits()), dump limits_dump;
+            dump requests_dump, schema quantities_overlay_schema;
+        limits: StrMap = "limits", limits_overlay, or(default_limits()), dump limits_dump,
+            schema quantities_overlay_schema;
     }
     read dev_resources;
     impl Default;
@@ -116,6 +119,22 @@ fn default_requests() -> StrMap {
 
 fn default_limits() -> StrMap {
     str_map_of(&[("cpu", "5"), ("memory", "10Gi")])
+}
+
+/// An overlay of labels: a value sets or replaces a key, null removes a default one.
+fn labels_overlay_schema(_: &mut SchemaCx) -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": { "type": ["string", "null"] },
+    })
+}
+
+/// An overlay of quantities (`cpu: 2`, `memory: 10Gi`); null removes a default one.
+fn quantities_overlay_schema(_: &mut SchemaCx) -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": { "type": ["string", "number", "null"] },
+    })
 }
 
 fn labels_overlay(cx: &mut Cx, node: &Node, path: &Path) -> Option<StrMap> {

@@ -46,6 +46,12 @@ macro_rules! str_enum {
             }
         }
 
+        impl crate::config::typed::json_schema::Describe for $name {
+            fn describe(_: &mut crate::config::typed::json_schema::SchemaCx) -> serde_json::Value {
+                crate::config::typed::json_schema::enum_schema::<$name>()
+            }
+        }
+
         impl super::dump::Dump for $name {
             fn dump(&self) -> crate::config::node::Node {
                 crate::config::node::Node::str(self.as_str())

@@ -17,6 +17,7 @@ mod declare;
 mod dev;
 mod dump;
 mod enums;
+pub mod json;
 mod models;
 mod parse;
 

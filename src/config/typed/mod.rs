@@ -9,6 +9,8 @@
 
 pub(crate) mod check;
 pub(crate) mod convert;
+pub mod json_schema;
+pub(crate) mod shape;
 
 /// A string-valued enum of a schema.
 pub trait StrEnum: Copy + Sized + 'static {

@@ -25,6 +25,7 @@ mod tests_rules;
 pub use dump::to_node;
 pub use env::{CODE_SECRET_INTERPOLATION, is_secret_name, is_var_name};
 pub use model::*;
+pub use parse::gym_json_schema;
 pub use rules::{
     CODE_BENCH_NAME, CODE_COLLISION, CODE_GPUS, CODE_IDLE_GPUS, CODE_OTEL, CODE_POLICY,
     CODE_STARTUP, POLICY_KEYS, advertised_billions, startup_estimate, valid_benchmark_name,

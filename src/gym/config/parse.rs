@@ -6,64 +6,136 @@ use crate::config::env::Env;
 use crate::config::node::{Node, Value};
 use crate::config::typed::check::*;
 use crate::config::typed::convert::*;
+use crate::config::typed::json_schema::{self as js, SchemaCx};
+use crate::config::typed::shape::shape;
 use crate::diag::Diag;
 
 use super::env::{env_map, is_var_name};
 use super::model::*;
-use super::parse_services::{compute, services};
+use super::parse_services::{compute, compute_schema, services, services_schema};
 
-pub(super) const SUBMIT: Shape = Shape {
-    fields: &["services", "compute", "driver", "job", "otel"],
-    sections: &[("driver", &DRIVER), ("job", &JOB), ("otel", &OTEL)],
-};
-const DRIVER: Shape = Shape {
-    fields: &[
-        "container",
-        "gym_install",
-        "policy_model",
-        "policy_host",
-        "policy_model_type",
-        "benchmarks",
-        "env",
-        "mounts",
-    ],
-    sections: &[("gym_install", &GYM_INSTALL)],
-};
-const GYM_INSTALL: Shape = Shape {
-    fields: &["repo", "ref"],
-    sections: &[],
-};
-const BENCHMARK: Shape = Shape {
-    fields: &["prepare", "run", "command", "resumable"],
-    sections: &[],
-};
+shape! {
+    /// A NeMo Gym submit config for `nrl gym`: vLLM services served next to the Gym driver,
+    /// one Kubernetes compute entry, and the benchmarks the driver runs.
+    pub(super) const SUBMIT: "SubmitConfig", fn submit_schema(cx) {
+        /// The model servers, each a vLLM sidecar of every benchmark's pod, keyed by name.
+        "services" req: services_schema(cx);
+        /// Where the benchmarks run: exactly one `type: kubernetes` entry, keyed by name.
+        "compute" req: compute_schema(cx);
+        /// The Gym driver container and the benchmarks it runs.
+        "driver" req: driver_schema(cx);
+        "job" req: job_schema(cx);
+        /// The OpenTelemetry collector; `nrl gym` runs none, so this must say
+        /// `enabled: false` (absent means enabled).
+        "otel" req: otel_schema(cx);
+    }
+    sections [("driver", DRIVER), ("job", JOB), ("otel", OTEL)]
+}
+
+shape! {
+    /// The Gym driver.
+    const DRIVER: "Driver", fn driver_schema(cx) {
+        /// The driver's image; `gym` must be on its PATH unless `gym_install` is set.
+        "container" or("python:3.12"): js::string();
+        /// Clone and install Gym when the driver starts.
+        "gym_install" opt: gym_install_schema(cx);
+        /// The service whose URL, model name and key are injected into every benchmark's
+        /// `run` (`policy_base_url`, `policy_model_name`, `policy_api_key`).
+        "policy_model" opt: js::string();
+        /// The host of the injected base URL (sidecars share the pod's network).
+        "policy_host" or("localhost"): js::string();
+        /// `--model-type` for `gym eval run` when `policy_model` is set; empty for none.
+        "policy_model_type" or("openai_model"): js::string();
+        /// The benchmarks, one Kubernetes Job each, keyed by name.
+        "benchmarks" req: js::map_of(benchmark_schema(cx));
+        /// The driver's environment: `lit:VALUE`, `host:VAR` or `secret:VAR`.
+        "env" or({}): js::env_map();
+        /// Pyxis bind mounts: not supported on Kubernetes (must stay empty).
+        "mounts" or([]): js::empty_list();
+    }
+    sections [("gym_install", GYM_INSTALL)]
+}
+
+shape! {
+    /// `driver.gym_install`: the Gym repository to install at start.
+    const GYM_INSTALL: "GymInstall", fn gym_install_schema(cx) {
+        "repo" or(DEFAULT_GYM_REPO): js::string();
+        /// The Gym tag or commit to install.
+        "ref" req: js::nonblank_string();
+    }
+}
+
+shape! {
+    /// One benchmark: what `gym eval prepare` and `gym eval run` are given.
+    const BENCHMARK: "Benchmark", fn benchmark_schema(cx) {
+        /// Overrides for `gym eval prepare`; non-empty means a prepare step runs first.
+        "prepare" or({}): js::free_map();
+        /// Overrides for `gym eval run` (the policy keys are injected here).
+        "run" or({}): js::free_map();
+        /// A shell script run instead of `gym eval run` (then `run` must be empty).
+        "command" opt: js::string();
+        /// Not supported on Kubernetes: a failed benchmark Job is not retried.
+        "resumable" or(false): js::constant_false();
+    }
+}
+
+/// `resumable` as a mapping (which means true, and is refused on Kubernetes).
 const RESUME: Shape = Shape {
     fields: &["max_retries", "max_walltime"],
     sections: &[],
 };
-const JOB: Shape = Shape {
-    fields: &["output_path"],
-    sections: &[],
-};
-const OTEL: Shape = Shape {
-    fields: &[
-        "enabled",
-        "binary",
-        "container",
-        "endpoint",
-        "token_env",
-        "service_name",
-        "component",
-        "gym_telemetry",
-        "gym_span_groups",
-        "gym_logs",
-        "gpu_metrics_port",
-        "node_metrics_port",
-        "scrape_interval_seconds",
-        "health_check_timeout_seconds",
-    ],
-    sections: &[],
-};
+
+shape! {
+    /// Where the results go.
+    const JOB: "Job", fn job_schema(cx) {
+        /// Where the output PVC is mounted in the driver; each run writes under
+        /// `<output_path>/<run id>/<benchmark>/`.
+        "output_path" req: js::nonblank_string();
+    }
+}
+
+shape! {
+    /// The OpenTelemetry collector (validated; an enabled collector is refused on
+    /// Kubernetes).
+    const OTEL: "Otel", fn otel_schema(cx) {
+        /// Must be false: Kubernetes runs no collector (the reference's default is true).
+        "enabled" req: js::constant_false();
+        "binary" or("otelcol-contrib"): js::string();
+        "container" opt: js::string();
+        "endpoint" opt: js::string();
+        "token_env" or("OTEL_TOKEN"): js::var_name();
+        "service_name" opt: js::string();
+        "component" or("gym-vllm"): js::string();
+        "gym_telemetry" or(true): js::boolean();
+        "gym_span_groups" or("default,verify"): js::string();
+        "gym_logs" or(true): js::boolean();
+        "gpu_metrics_port" or(9400): js::nullable(js::integer());
+        "node_metrics_port" or(9100): js::nullable(js::integer());
+        "scrape_interval_seconds" or(15): js::integer_from(1);
+        "health_check_timeout_seconds" or(300): js::integer_from(1);
+    }
+}
+
+/// The Gym config's JSON Schema (`nrl schema gym`): the document [`submit`] reads, plus
+/// `defaults:` (parent files, merged first). A file with parents may leave any key to
+/// them, so it is checked against the lenient variant, which requires nothing.
+pub fn gym_json_schema() -> serde_json::Value {
+    let mut strict = SchemaCx::new(true);
+    submit_schema(&mut strict);
+    let mut lenient = SchemaCx::lenient();
+    submit_schema(&mut lenient);
+    let root = serde_json::json!({
+        "if": { "required": ["defaults"] },
+        "then": lenient.file_root("SubmitConfig", false, false),
+        "else": strict.file_root("SubmitConfig", false, true),
+    });
+    strict.absorb(lenient);
+    strict.document(
+        "urn:nrl:schema:gym",
+        "NeMo Gym submit config (nrl gym)",
+        root,
+    )
+}
 
 pub(super) const DEFAULT_GYM_REPO: &str = "https://github.com/NVIDIA-NeMo/gym";
 

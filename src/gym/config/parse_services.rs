@@ -8,6 +8,8 @@ use crate::config::env::Env;
 use crate::config::node::{KeyKind, Node, Value};
 use crate::config::typed::check::*;
 use crate::config::typed::convert::*;
+use crate::config::typed::json_schema::{self as js, SchemaCx};
+use crate::config::typed::shape::shape;
 use crate::diag::Diag;
 
 use super::env::env_map;
@@ -16,49 +18,99 @@ use super::parse::{broken, no_mounts, positive_int};
 use crate::gym::quantity::Quantity;
 use crate::gym::script::shlex_split;
 
-const VLLM: Shape = Shape {
-    fields: &[
-        "type",
-        "container",
-        "placement",
-        "node_pool",
-        "health_check",
-        "env",
-        "mounts",
-        "pre_command",
-        "model",
-        "port",
-        "served_model_name",
-        "tensor_parallel_size",
-        "pipeline_parallel_size",
-        "trust_remote_code",
-        "number_of_instances",
-        "use_ray_serve",
-        "extra_args",
-        "data_parallel_rpc_port",
-    ],
-    sections: &[("health_check", &HEALTH_CHECK)],
-};
-const HEALTH_CHECK: Shape = Shape {
-    fields: &["path", "port", "timeout_seconds"],
-    sections: &[],
-};
-const KUBERNETES: Shape = Shape {
-    fields: &[
-        "type",
-        "context",
-        "namespace",
-        "gpus_per_node",
-        "node_selector",
-        "service_account",
-        "pvc_name",
-        "memory_per_gpu",
-        "extra_args",
-        "ttl_seconds_after_finished",
-        "active_deadline_seconds",
-    ],
-    sections: &[],
-};
+shape! {
+    /// A vLLM server, run as a sidecar of every benchmark's pod.
+    const VLLM: "VllmService", fn vllm_schema(cx) {
+        /// The service type; Kubernetes runs `vllm` services only.
+        "type" req: js::constant("vllm");
+        /// The sidecar's image.
+        "container" req: js::nonblank_string();
+        /// Filled with the compute entry's name; no effect on Kubernetes.
+        "placement" opt: js::string();
+        /// Kubernetes declares no node pools: must stay unset.
+        "node_pool" opt: js::null();
+        /// Replaces the default probe (`/health` on `port`, 60 s).
+        "health_check" opt: health_check_schema(cx);
+        /// The sidecar's environment: `lit:VALUE`, `host:VAR` or `secret:VAR`.
+        "env" or({}): js::env_map();
+        /// Pyxis bind mounts: not supported on Kubernetes (must stay empty).
+        "mounts" or([]): js::empty_list();
+        /// Ignored on Kubernetes (Slurm runs it before the service).
+        "pre_command" or(""): js::string();
+        /// The model `vllm serve` loads (its first argument).
+        "model" req: js::nonblank_string();
+        /// `--port`, the container port and the probe's port.
+        "port" or(8000): js::port();
+        /// `--served-model-name`; also the injected `policy_model_name`.
+        "served_model_name" opt: js::string();
+        "tensor_parallel_size" or(1): js::integer_from(1);
+        "pipeline_parallel_size" or(1): js::integer_from(1);
+        "trust_remote_code" or(false): js::boolean();
+        /// `--data-parallel-size`; every replica runs in the same pod.
+        "number_of_instances" or(1): js::integer_from(1);
+        /// Ray Serve is not supported on Kubernetes: must stay false.
+        "use_ray_serve" or(false): js::constant_false();
+        /// More `vllm serve` flags, split shell-style.
+        "extra_args" or(""): js::string();
+        /// Unused on Kubernetes.
+        "data_parallel_rpc_port" or(13345): js::port();
+    }
+    sections [("health_check", HEALTH_CHECK)]
+}
+
+shape! {
+    /// The sidecar's startup probe.
+    const HEALTH_CHECK: "HealthCheck", fn health_check_schema(cx) {
+        "path" or("/health"): js::string();
+        /// Defaults to the service's `port`.
+        "port" opt: js::port();
+        /// The startup budget: a model load takes minutes.
+        "timeout_seconds" or(60): js::integer();
+    }
+}
+
+shape! {
+    /// Where the benchmark Jobs run.
+    const KUBERNETES: "KubernetesCompute", fn kubernetes_schema(cx) {
+        "type" req: js::constant("kubernetes");
+        /// The kube context; absent means the kubeconfig's current context.
+        "context" opt: js::string();
+        "namespace" or("default"): js::string();
+        /// Checked against the GPUs all sidecars ask for.
+        "gpus_per_node" opt: js::integer_from(1);
+        /// The pods' `nodeSelector`.
+        "node_selector" or({}): js::string_map();
+        /// The pods' `serviceAccountName`.
+        "service_account" opt: js::string();
+        /// The output PersistentVolumeClaim (it must exist; ReadWriteMany when benchmarks
+        /// run at once).
+        "pvc_name" req: js::nonblank_string();
+        /// Each sidecar requests this times its GPUs (a Kubernetes quantity).
+        "memory_per_gpu" or("32Gi"): js::string();
+        /// Not used on Kubernetes: must stay empty.
+        "extra_args" or({}): js::empty_map();
+        /// `ttlSecondsAfterFinished` of each Job.
+        "ttl_seconds_after_finished" or(86400): js::integer_from(0);
+        /// `activeDeadlineSeconds` of each Job.
+        "active_deadline_seconds" opt: js::integer_from(1);
+    }
+}
+
+/// `services`: name -> a vLLM service.
+pub(super) fn services_schema(cx: &mut SchemaCx) -> serde_json::Value {
+    js::map_of(vllm_schema(cx))
+}
+
+/// `compute`: exactly one named `type: kubernetes` entry.
+pub(super) fn compute_schema(cx: &mut SchemaCx) -> serde_json::Value {
+    let entry = kubernetes_schema(cx);
+    serde_json::json!({
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "additionalProperties": entry,
+    })
+}
 
 const SERVICE_TYPES: &[&str] = &["vllm", "ray", "vllm_pd"];
 const COMPUTE_TYPES: &[&str] = &["kubernetes", "slurm"];

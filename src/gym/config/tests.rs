@@ -501,3 +501,64 @@ fn unset_secrets_are_placeholders_that_a_submit_refuses() {
     let e = load_err(&["driver.env={PLAIN: 'host:NOT_SET_ANYWHERE'}"]);
     assert_eq!(e.code, "nrl::gym::host_env_unset");
 }
+
+/// The defaults the schema advertises (`nrl schema gym`, from the `shape!` tables) are the
+/// ones the readers apply: a config that sets only what is required, dumped, holds each
+/// advertised default wherever the dump shows the key.
+#[test]
+fn schema_defaults_are_the_loaders_defaults() {
+    let minimal = "\
+services:
+  policy: {type: vllm, container: vllm/vllm-openai:v0.9.0, model: org/model}
+compute:
+  cluster: {type: kubernetes, pvc_name: results}
+driver:
+  gym_install: {ref: v0.3.0}
+  benchmarks:
+    bench_a: {}
+job:
+  output_path: /out
+otel: {enabled: false}
+";
+    let loaded = try_load_from(minimal, &[]).unwrap_or_else(|e| panic!("{}", e.render(false, 100)));
+    let dump = to_node(&loaded.config, None).to_json();
+    let schema = super::gym_json_schema();
+    let defs = &schema["$defs"];
+    let places = [
+        ("SubmitConfig", dump.clone()),
+        ("Driver", dump["driver"].clone()),
+        ("GymInstall", dump["driver"]["gym_install"].clone()),
+        ("Benchmark", dump["driver"]["benchmarks"]["bench_a"].clone()),
+        ("Otel", dump["otel"].clone()),
+        ("VllmService", dump["services"]["policy"].clone()),
+        (
+            "HealthCheck",
+            dump["services"]["policy"]["health_check"].clone(),
+        ),
+        ("KubernetesCompute", dump["compute"]["cluster"].clone()),
+    ];
+    let mut compared = 0;
+    for (def, at) in places {
+        let props = defs[def]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no definition {def}"));
+        for (key, prop) in props {
+            let (Some(default), Some(value)) = (prop.get("default"), at.get(key)) else {
+                continue;
+            };
+            // An `or({})` section default means "every field at its default".
+            if default == &serde_json::json!({}) && value.is_object() && def == "SubmitConfig" {
+                continue;
+            }
+            assert_eq!(
+                value, default,
+                "{def}.{key}: the loader's default differs from the schema's"
+            );
+            compared += 1;
+        }
+    }
+    assert!(
+        compared >= 30,
+        "only {compared} defaults compared: is the dump's shape still the same?"
+    );
+}
