@@ -12,6 +12,7 @@ pub mod submit;
 pub mod tail;
 pub mod types;
 pub mod upload;
+pub mod zip_stream;
 
 pub use client::{RayClient, RayClientOptions};
 pub use follow::{FollowOptions, StopOutcome, follow_job, stop_job, wait_terminal};

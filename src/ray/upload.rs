@@ -1,14 +1,12 @@
 //! Getting a working_dir onto the cluster: size check, content-addressed name, skip if
-//! Ray already has it, otherwise zip to a temporary file and stream that file as the
-//! PUT body (the archive is never held in memory).
+//! Ray already has it, otherwise zip it straight into the PUT body (compression on every
+//! core, overlapping the transfer; the archive is never held in memory or on disk).
 
-use std::io::{IsTerminal, Seek, SeekFrom};
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
-use tokio_util::io::ReaderStream;
 
 use super::archive::write_zip;
 use super::client::RayClient;
@@ -50,8 +48,8 @@ pub struct PackageUpload {
 /// Make sure the cluster behind `client` holds `set` as a package; return its URI.
 ///
 /// Order: size limit (no I/O beyond `stat`), name (reads the files), `GET` (which also
-/// pins the package for Ray's temporary-reference window), and only on 404: zip to a
-/// temporary file and `PUT` it.
+/// pins the package for Ray's temporary-reference window), and only on 404: `PUT` the
+/// zip as it is written.
 pub async fn ensure_package(
     client: &RayClient,
     set: &UploadSet,
@@ -75,64 +73,163 @@ pub async fn ensure_package(
     }
 
     let show = options.progress && std::io::stderr().is_terminal();
-    let pack_bar = bar(show, set.total_bytes(), "packing  ");
-    let (file, size) = {
+    let upload_bar = bar(show, set.total_bytes(), "uploading");
+    // The archive goes straight into the PUT body as it is written: no temporary file,
+    // and compression overlaps the transfer. A few chunks of slack keep both sides busy.
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(8);
+    let failed = tx.clone();
+    let packer = {
         let set = Arc::clone(&set);
-        let pack_bar = pack_bar.clone();
+        let progress = upload_bar.clone();
+        let limit = options.limit;
         blocking(move || {
-            let file = tempfile::tempfile().map_err(|e| {
-                Diag::new(CODE_PACKAGE, format!("cannot create a temporary file: {e}"))
-                    .help("check that TMPDIR exists and is writable")
-            })?;
-            let mut file = write_zip(&set, file, &mut |n| pack_bar.set_position(n))?;
-            let size = file
-                .seek(SeekFrom::End(0))
-                .and_then(|size| file.seek(SeekFrom::Start(0)).map(|_| size))
-                .map_err(|e| {
-                    Diag::new(CODE_PACKAGE, format!("cannot read back the archive: {e}"))
-                })?;
-            Ok((file, size))
-        })
-        .await?
-    };
-    pack_bar.finish_and_clear();
-    // Deflate can grow incompressible data slightly; the limit is on what is sent.
-    if size > options.limit {
-        return Err(Diag::new(
-            super::package::CODE_TOO_LARGE,
-            format!(
-                "the working_dir archive is {}, over Ray's limit of {}",
-                mib(size),
-                mib(options.limit)
-            ),
-        )
-        .help("leave large files out of the upload"));
-    }
-
-    let upload_bar = bar(show, size, "uploading");
-    let progress = upload_bar.clone();
-    let mut sent = 0u64;
-    let stream = ReaderStream::with_capacity(tokio::fs::File::from_std(file), 256 * 1024).map(
-        move |chunk| {
-            if let Ok(bytes) = &chunk {
-                sent += bytes.len() as u64;
-                progress.set_position(sent);
-                if sent == size {
-                    // Ray reads the whole body, then stores it in the GCS: say so.
-                    progress.set_message("sent, Ray is storing it");
-                }
+            let state = Arc::new(BodyState::default());
+            let sink = BodyWriter::new(tx, limit, Arc::clone(&state));
+            match write_zip(&set, sink, &mut |n| progress.set_position(n)) {
+                Ok(sink) => sink.finish(),
+                Err(d) => Err(state.explain(d, limit)),
             }
-            chunk
+        })
+    };
+    let body = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    let upload = client.upload_package(&uri, reqwest::Body::wrap_stream(body), None);
+    let (packed, uploaded) = tokio::join!(
+        async {
+            let packed = packer.await;
+            if let Err(d) = &packed {
+                // Abort the request: the server must not store half an archive.
+                let _ = failed
+                    .send(Err(std::io::Error::other(d.message.clone())))
+                    .await;
+            }
+            drop(failed);
+            packed
         },
+        upload
     );
-    let result = client
-        .upload_package(&uri, reqwest::Body::wrap_stream(stream), Some(size))
-        .await;
     upload_bar.finish_and_clear();
-    result?;
+    let size = match (packed, uploaded) {
+        (Ok(size), Ok(())) => size,
+        // Packaging failed (a file vanished, the archive outgrew the limit): that is the
+        // cause, whatever the aborted request reports.
+        (Err(d), _) if d.code != CODE_BODY_CLOSED => return Err(d),
+        (_, Err(d)) => return Err(d),
+        (Err(d), Ok(())) => return Err(d),
+    };
     outcome.uploaded = true;
     outcome.archive_bytes = Some(size);
     Ok(outcome)
+}
+
+/// The request stopped reading the body (it failed; its error is the one to report).
+const CODE_BODY_CLOSED: &str = "nrl::ray::package_body_closed";
+
+/// What stopped the body, if something did: set by [`BodyWriter`], read once
+/// packaging has failed, to say why.
+#[derive(Default)]
+struct BodyState {
+    over_limit: std::sync::atomic::AtomicBool,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl BodyState {
+    /// The packaging failure `d`, or the reason behind it when the body caused it.
+    fn explain(&self, d: Diag, limit: u64) -> Diag {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.over_limit.load(Relaxed) {
+            return Diag::new(
+                super::package::CODE_TOO_LARGE,
+                format!(
+                    "the working_dir archive is over Ray's limit of {}",
+                    mib(limit)
+                ),
+            )
+            .help("leave large files out of the upload");
+        }
+        if self.closed.load(Relaxed) {
+            return Diag::new(CODE_BODY_CLOSED, "the upload request stopped reading");
+        }
+        d
+    }
+}
+
+/// The PUT body as a [`std::io::Write`]: bytes go to the request in chunks, counted
+/// against the package limit (deflate can grow incompressible data slightly, and the
+/// limit is on what is sent).
+struct BodyWriter {
+    tx: tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>,
+    buf: Vec<u8>,
+    sent: u64,
+    limit: u64,
+    state: Arc<BodyState>,
+}
+
+/// The size of the chunks handed to the request.
+const BODY_CHUNK: usize = 256 * 1024;
+
+impl BodyWriter {
+    fn new(
+        tx: tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>,
+        limit: u64,
+        state: Arc<BodyState>,
+    ) -> Self {
+        BodyWriter {
+            tx,
+            buf: Vec::with_capacity(BODY_CHUNK),
+            sent: 0,
+            limit,
+            state,
+        }
+    }
+
+    fn send_buffer(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(BODY_CHUNK));
+        self.tx
+            .blocking_send(Ok(bytes::Bytes::from(chunk)))
+            .map_err(|_| {
+                self.state
+                    .closed
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                std::io::Error::from(std::io::ErrorKind::BrokenPipe)
+            })
+    }
+
+    /// The archive's size, once the last bytes are handed over.
+    fn finish(mut self) -> Result<u64> {
+        match self.send_buffer() {
+            Ok(()) => Ok(self.sent),
+            Err(_) => Err(Diag::new(
+                CODE_BODY_CLOSED,
+                "the upload request stopped reading",
+            )),
+        }
+    }
+}
+
+impl std::io::Write for BodyWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.sent += data.len() as u64;
+        if self.sent > self.limit {
+            self.state
+                .over_limit
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(std::io::Error::other("over the package limit"));
+        }
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= BODY_CHUNK {
+            self.send_buffer()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Run file work off the async threads.
