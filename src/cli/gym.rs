@@ -154,6 +154,7 @@ pub struct SubmitArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunTarget {
     /// The run id (`gym-20260901-120000-a1b2`), as `nrl gym submit` printed it.
+    #[arg(add = super::completions::gym_run_ids())]
     pub run: String,
     /// `--context` and `-n` default to the run's local record, then to the kubeconfig's
     /// current context and its namespace; `--kubeconfig` as for every cluster command.
