@@ -159,6 +159,7 @@ impl EnvCompleter for Bash {
         let script = String::from_utf8_lossy(&script).replace(theirs, ours);
         buf.write_all(script.as_bytes())
     }
+    /// As clap's, after [`drop_flag_equals`].
     fn write_complete(
         &self,
         cmd: &mut clap::Command,
@@ -166,8 +167,42 @@ impl EnvCompleter for Bash {
         current_dir: Option<&Path>,
         buf: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        clap_complete::env::Bash.write_complete(cmd, args, current_dir, buf)
+        let index: usize = std::env::var("_CLAP_COMPLETE_INDEX")
+            .ok()
+            .and_then(|i| i.parse().ok())
+            .unwrap_or_default();
+        let ifs = std::env::var("_CLAP_IFS").unwrap_or_else(|_| "\n".into());
+        let (args, index) = drop_flag_equals(args, index);
+        let found = clap_complete::engine::complete(cmd, args, index, current_dir)?;
+        let values: Vec<String> = found
+            .iter()
+            .map(|c| c.get_value().to_string_lossy().into_owned())
+            .collect();
+        buf.write_all(values.join(&ifs).as_bytes())
     }
+}
+
+/// Bash splits `--target=kuberay.t` into `--target`, `=`, `kuberay.t` (`=` is one of its
+/// `COMP_WORDBREAKS`) and completes the last word alone; without the `=` word clap's
+/// engine reads the value as the flag's, and its candidates replace that word as they
+/// should. `index` is the word being completed; it moves with the words.
+fn drop_flag_equals(args: Vec<OsString>, index: usize) -> (Vec<OsString>, usize) {
+    let mut out: Vec<OsString> = Vec::with_capacity(args.len());
+    let mut new_index = index;
+    for (i, word) in args.into_iter().enumerate() {
+        let after_flag = out
+            .last()
+            .and_then(|w| w.to_str())
+            .is_some_and(|w| w.starts_with("--") && w.len() > 2 && !w.contains('='));
+        // Only an `=` with the flag's value after it: `--target=` alone is already
+        // completed as the value of `--target` (bash passes the empty word after it).
+        if word == "=" && after_flag && i < index {
+            new_index -= 1;
+            continue;
+        }
+        out.push(word);
+    }
+    (out, new_index)
 }
 
 /// Zsh as clap's script has it, except that candidates ending in `.` or `=` (override
@@ -515,6 +550,17 @@ mod tests {
     fn bash_word_breaks_are_joined() {
         let joined = join_bash_breaks(words("nrl check r.yaml a = 1 --infra = i.yaml b ="));
         assert_eq!(joined, words("nrl check r.yaml a=1 --infra=i.yaml b="));
+    }
+
+    #[test]
+    fn bash_completes_a_flag_value_after_an_equals_sign() {
+        let dropped = drop_flag_equals(words("nrl cluster up --target = k"), 5);
+        assert_eq!(dropped, (words("nrl cluster up --target k"), 4));
+        // An override's `=` stays; so does a flag's `=` with nothing typed after it yet.
+        let kept = words("nrl check r a.b = 1 x");
+        assert_eq!(drop_flag_equals(kept.clone(), 6), (kept, 6));
+        let kept = words("nrl cluster up --target =");
+        assert_eq!(drop_flag_equals(kept.clone(), 4), (kept, 4));
     }
 
     /// clap's bash script keeps the word open only after `=`, `/` and `:`; ours also

@@ -122,6 +122,8 @@ fn bash_completes_commands_flags_and_values() {
     for shell in ["bash", "elvish", "fish", "powershell", "zsh"] {
         assert!(shells.iter().any(|s| s == shell), "{shell} in {shells:?}");
     }
+    // `--status=f` as bash splits it (`=` is one of its word breaks).
+    assert_eq!(dynamic(&["nrl", "runs", "--status", "=", "f"]), ["failed"]);
     // The script asks nrl for what depends on the line.
     assert_eq!(
         dynamic(&["nrl", "check", RECIPE, "policy.opt"]),
