@@ -10,11 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::config::defaults::load_with_defaults;
 use crate::config::env::Env;
 use crate::config::layers::{LoadRequest, LoadedConfig, load, load_recipe_tree};
 use crate::config::node::{Node, Value};
 use crate::config::overrides::{dotted, parse_override, render_value};
 use crate::config::schema::{InfraConfig, Role};
+use crate::config::source::SourceKind;
 use crate::config::typed::check::Shape;
 use crate::launch::records::{RunKind, RunStore};
 use crate::render::targets::parse_targets;
@@ -61,6 +63,8 @@ pub struct KeySpace {
     /// field of the schema is there), then the resolved mapping as written (free-form
     /// sections such as a role's `spec`). Empty when the infra does not validate.
     infra: Vec<Node>,
+    /// Whether `infra.` keys exist (a Gym submit config has none).
+    has_infra: bool,
 }
 
 /// The first segment of an infra-side override key.
@@ -80,6 +84,18 @@ impl KeySpace {
         Some(KeySpace {
             recipe,
             infra: Vec::new(),
+            has_infra: true,
+        })
+    }
+
+    /// The keys of a Gym submit config and its `defaults:` chain (`nrl gym submit|render`
+    /// take overrides of it); `None` when it does not load.
+    pub fn gym(config: &Path) -> Option<KeySpace> {
+        let inh = load_with_defaults(config, SourceKind::Gym, &|n, _| Ok(n)).ok()?;
+        Some(KeySpace {
+            recipe: inh.merged,
+            infra: Vec::new(),
+            has_infra: false,
         })
     }
 
@@ -88,6 +104,7 @@ impl KeySpace {
         KeySpace {
             recipe: cfg.recipe.clone(),
             infra: vec![cfg.infra.to_node(), cfg.infra.source.clone()],
+            has_infra: true,
         }
     }
 
@@ -135,6 +152,7 @@ impl KeySpace {
     /// The keys directly under `path` (`infra` first for the infra side).
     fn children(&self, path: &[String]) -> Vec<Child> {
         match path.split_first() {
+            None if !self.has_infra => children_of(&[&self.recipe]),
             None => {
                 let mut out = children_of(&[&self.recipe]);
                 out.retain(|c| c.key != INFRA);
@@ -145,7 +163,7 @@ impl KeySpace {
                 });
                 out
             }
-            Some((first, rest)) if first == INFRA => {
+            Some((first, rest)) if first == INFRA && self.has_infra => {
                 let trees: Vec<&Node> = self.infra.iter().filter_map(|t| at(t, rest)).collect();
                 let mut out = children_of(&trees);
                 // The schema's own keys, also when the infra did not validate.

@@ -284,3 +284,26 @@ fn contexts_are_the_kubeconfigs() {
     );
     assert!(contexts(Some(Path::new("/nonexistent/kubeconfig")), &env, "").is_empty());
 }
+
+#[test]
+fn gym_config_keys_follow_its_defaults_chain_and_have_no_infra() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("base.yaml"),
+        "driver:\n  container: python:3.12\n  benchmarks:\n    gpqa: {run: {num_repeats: 4}}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("gym.yaml"),
+        "defaults: base.yaml\ncompute:\n  cluster: {namespace: evals}\n",
+    )
+    .unwrap();
+    let keys = KeySpace::gym(&dir.path().join("gym.yaml")).unwrap();
+    assert_eq!(values(&keys.complete("")), ["driver.", "compute."]);
+    assert_eq!(
+        values(&keys.complete("driver.benchmarks.gpqa.run.")),
+        ["driver.benchmarks.gpqa.run.num_repeats="]
+    );
+    assert!(keys.complete("infra.").is_empty());
+    assert!(KeySpace::gym(&dir.path().join("missing.yaml")).is_none());
+}

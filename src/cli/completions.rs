@@ -392,6 +392,22 @@ fn override_keys(current: &OsStr, line: Option<&Line>) -> Vec<CompletionCandidat
     candidates(keys.complete(word))
 }
 
+/// Overrides of a Gym submit config (`nrl gym submit|render CONFIG …`).
+pub fn gym_overrides() -> ArgValueCompleter {
+    ArgValueCompleter::new(gym_overrides_for)
+}
+
+fn gym_overrides_for(current: &OsStr) -> Vec<CompletionCandidate> {
+    let (Some(word), Some(line)) = (current.to_str(), Line::read()) else {
+        return Vec::new();
+    };
+    let config = line.raw("config").map(Path::new).filter(|p| p.is_file());
+    match config.and_then(KeySpace::gym) {
+        Some(keys) => candidates(keys.complete(word)),
+        None => Vec::new(),
+    }
+}
+
 /// A recipe file; for `logs --collect`, also a run id.
 pub fn recipe_or_run() -> ArgValueCompleter {
     ArgValueCompleter::new(recipe_or_run_for)

@@ -106,7 +106,7 @@ pub struct ConfigArgs {
     /// The Gym submit config (YAML; its `defaults:` chain is followed).
     pub config: PathBuf,
     /// Hydra-style overrides: `a.b=v` (creates missing keys), `+a.b=v`, `++a.b=v`, `~a.b`.
-    #[arg(value_name = "OVERRIDES")]
+    #[arg(value_name = "OVERRIDES", add = super::completions::gym_overrides())]
     pub overrides: Vec<String>,
     /// The run id (default: gym-<UTC yyyymmdd-hhmmss>-<4 random>); names the Jobs and the run's
     /// directory on the PVC.

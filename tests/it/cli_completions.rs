@@ -188,6 +188,22 @@ fn overrides_complete_the_recipe_and_infra_keys_one_segment_at_a_time() {
             "infra.sch",
         ],
         vec!["nrl", "diff", "some-run", RECIPE, "policy.m"],
+        vec![
+            "nrl",
+            "gym",
+            "submit",
+            "examples/gym/gpqa.yaml",
+            "services.policy.t",
+        ],
+        vec![
+            "nrl",
+            "gym",
+            "render",
+            "examples/gym/gpqa.yaml",
+            "-o",
+            "x.yaml",
+            "dr",
+        ],
     ];
     let lines: Vec<&[&str]> = lines.iter().map(Vec::as_slice).collect();
     snapshot!(ctx, "override_keys", transcript(&ctx, &lines));
