@@ -114,6 +114,19 @@ impl KeySpace {
     /// `=`) are not completed.
     pub fn complete(&self, word: &str) -> Vec<Candidate> {
         let (op, key) = split_op(word);
+        // A `~` deletion needs no value.
+        self.next_segment(op, key, if op == "~" { "" } else { "=" })
+    }
+
+    /// The completions of a key alone (`--explain KEY`): as [`KeySpace::complete`], a
+    /// value's key without `=`.
+    pub fn complete_key(&self, key: &str) -> Vec<Candidate> {
+        self.next_segment("", key, "")
+    }
+
+    /// `op` + the keys one segment below what `key` has typed, each ending in `.` when it
+    /// has keys of its own, else in `leaf_end`.
+    fn next_segment(&self, op: &str, key: &str, leaf_end: &str) -> Vec<Candidate> {
         if key.contains('=') {
             return Vec::new();
         }
@@ -137,13 +150,7 @@ impl KeySpace {
             if !full.starts_with(key) && !bracket_after_dot {
                 continue;
             }
-            // A key with keys of its own continues with `.`, a value with `=` (a `~`
-            // deletion needs no value).
-            let end = match (child.has_keys, op) {
-                (true, _) => ".",
-                (false, "~") => "",
-                (false, _) => "=",
-            };
+            let end = if child.has_keys { "." } else { leaf_end };
             out.push(Candidate::new(format!("{op}{full}{end}"), child.help));
         }
         out

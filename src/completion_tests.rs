@@ -125,6 +125,23 @@ fn hydra_prefixes_are_kept_and_a_deletion_needs_no_value() {
 }
 
 #[test]
+fn a_key_alone_has_no_equals_sign() {
+    let keys = Files::new(INFRA).keys();
+    assert_eq!(
+        values(&keys.complete_key("grpo.max")),
+        ["grpo.max_num_steps"]
+    );
+    assert_eq!(
+        values(&keys.complete_key("infra.kuberay.tr")),
+        ["infra.kuberay.training."]
+    );
+    assert_eq!(
+        values(&keys.complete_key("infra.kuberay.training.n")),
+        ["infra.kuberay.training.name"]
+    );
+}
+
+#[test]
 fn values_are_not_completed() {
     let keys = Files::new(INFRA).keys();
     assert!(keys.complete("grpo.max_num_steps=").is_empty());

@@ -392,6 +392,21 @@ fn override_keys(current: &OsStr, line: Option<&Line>) -> Vec<CompletionCandidat
     candidates(keys.complete(word))
 }
 
+/// `check --explain KEY`: a key of the recipe or the infra, as for an override.
+pub fn explain_keys() -> ArgValueCompleter {
+    ArgValueCompleter::new(explain_keys_for)
+}
+
+fn explain_keys_for(current: &OsStr) -> Vec<CompletionCandidate> {
+    let (Some(key), Some(line)) = (current.to_str(), Line::read()) else {
+        return Vec::new();
+    };
+    match line.pair().and_then(|pair| KeySpace::load(&pair, env())) {
+        Some(keys) => candidates(keys.complete_key(key)),
+        None => Vec::new(),
+    }
+}
+
 /// Overrides of a Gym submit config (`nrl gym submit|render CONFIG …`).
 pub fn gym_overrides() -> ArgValueCompleter {
     ArgValueCompleter::new(gym_overrides_for)

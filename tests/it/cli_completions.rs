@@ -188,6 +188,7 @@ fn overrides_complete_the_recipe_and_infra_keys_one_segment_at_a_time() {
             "infra.sch",
         ],
         vec!["nrl", "diff", "some-run", RECIPE, "policy.m"],
+        pair(&["--explain", "infra.kuberay.training.n"]),
         vec![
             "nrl",
             "gym",
