@@ -364,6 +364,40 @@ fn run_ids_come_from_the_run_records() {
     assert!(offered(&ctx, &["nrl", "logs", "grpo"]).is_empty());
 }
 
+/// `run --from RUN_ID` takes overrides of what that run was launched with (its launch
+/// snapshot), from its first positional on.
+#[test]
+fn run_from_completes_the_keys_of_the_run_it_relaunches() {
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
+        .args([
+            "run", RECIPE, "--infra", INFRA, "--local", "--run-id", "qs-1",
+        ])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(
+        offered(&ctx, &["nrl", "run", "--from", "qs-1", "grpo.m"]),
+        ["grpo.max_num_steps="]
+    );
+    assert_eq!(
+        offered(
+            &ctx,
+            &[
+                "nrl",
+                "run",
+                "--from",
+                "qs-1",
+                "--local",
+                "grpo.max_num_steps=1",
+                "infra.launch.e"
+            ]
+        ),
+        ["infra.launch.entrypoint=", "infra.launch.env."]
+    );
+    assert!(offered(&ctx, &["nrl", "run", "--from", "no-such-run", "grpo.m"]).is_empty());
+}
+
 #[test]
 fn man_pages_cover_every_command() {
     let ctx = TestContext::new();
