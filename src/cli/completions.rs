@@ -69,7 +69,8 @@ Examples:
 pub struct CompletionsArgs {
     #[arg(value_enum)]
     pub shell: ShellArg,
-    /// Print clap's static script instead (no override keys, run ids or contexts).
+    /// Print a self-contained script instead: commands, flags and fixed values only (no
+    /// override keys, run ids or contexts).
     #[arg(long = "static")]
     pub static_script: bool,
 }
