@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
+pub mod completion;
 pub mod config;
 pub mod dev;
 pub mod diag;

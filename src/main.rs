@@ -6,6 +6,8 @@ use std::io::IsTerminal;
 use clap::Parser;
 
 fn main() {
+    // `COMPLETE=bash nrl -- nrl …`: a completion script asking for candidates.
+    nrl::cli::completions::complete_if_asked();
     // One TLS crypto library (ring) for kube and reqwest; must precede any client.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // nrl's own process: local runs may make it a child subreaper (not in a test harness,

@@ -42,7 +42,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub manifests_only: bool,
     /// Show which layer, file and line set KEY (repeatable), e.g. `infra.image`.
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", add = super::completions::explain_keys())]
     pub explain: Vec<String>,
     /// Skip validation of the rendered objects against the bundled schemas.
     #[arg(long)]

@@ -72,10 +72,10 @@ Examples:
 pub struct TargetArgs {
     /// `kuberay.<role>` or `deployments.<name>`, repeatable (default: every declared role,
     /// then every deployment).
-    #[arg(long = "target", value_name = "KIND.NAME")]
+    #[arg(long = "target", value_name = "KIND.NAME", add = super::completions::targets())]
     pub targets: Vec<String>,
     /// Shorthand for `--target kuberay.ROLE`, repeatable.
-    #[arg(long = "role", value_name = "ROLE")]
+    #[arg(long = "role", value_name = "ROLE", add = super::completions::roles())]
     pub roles: Vec<String>,
 }
 

@@ -17,13 +17,15 @@ use crate::terminal_text::Wrap;
 #[derive(Debug, Clone, Default, Args)]
 pub struct RecipeArgs {
     /// The NeMo-RL recipe YAML (its `defaults:` chain is followed).
+    #[arg(add = super::completions::recipe_or_run())]
     pub recipe: PathBuf,
     /// Infra YAML; alternatively the recipe may carry an `infra:` block (not both).
     #[arg(long, value_name = "FILE")]
     pub infra: Option<PathBuf>,
     /// Hydra-style overrides: `a.b=v`, `+a.b=v`, `++a.b=v`, `~a.b`; `infra.*` keys go to
     /// the infra layer.
-    #[arg(value_name = "OVERRIDES", allow_hyphen_values = false)]
+    #[arg(value_name = "OVERRIDES", allow_hyphen_values = false,
+          add = super::completions::overrides())]
     pub overrides: Vec<String>,
 }
 
@@ -49,7 +51,7 @@ impl RecipeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct KubeArgs {
     /// Kubeconfig context (default: the current context).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = super::completions::contexts())]
     pub context: Option<String>,
     /// Namespace. For recipe commands this overrides `infra.namespace`; otherwise the
     /// default is the context's namespace (in a pod: the service account's).

@@ -81,7 +81,7 @@ pub struct DevTargetArgs {
     #[arg(short, long, value_name = "NS")]
     pub namespace: Option<String>,
     /// Kubeconfig context (default: the current one).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = super::completions::contexts())]
     pub context: Option<String>,
     /// Infra YAML whose `dev:` section (and namespace, pull secrets) apply.
     #[arg(long, value_name = "FILE")]

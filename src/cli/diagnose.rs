@@ -31,13 +31,13 @@ Examples:
   nrl diagnose recipe.yaml --infra infra.yaml cluster.num_nodes=8")]
 pub struct DiagnoseArgs {
     /// A run id, or a recipe YAML.
-    #[arg(value_name = "RUN_ID|RECIPE")]
+    #[arg(value_name = "RUN_ID|RECIPE", add = super::completions::run_or_recipe())]
     pub target: String,
     /// Infra YAML (recipe mode); alternatively the recipe may carry an `infra:` block.
     #[arg(long, value_name = "FILE")]
     pub infra: Option<PathBuf>,
     /// Hydra-style overrides of the recipe (recipe mode).
-    #[arg(value_name = "OVERRIDES")]
+    #[arg(value_name = "OVERRIDES", add = super::completions::overrides())]
     pub overrides: Vec<String>,
     #[command(flatten)]
     pub kube: KubeArgs,

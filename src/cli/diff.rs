@@ -31,16 +31,16 @@ Examples:
   nrl diff grpo-20261201-090000-ab12 grpo-20261202-100000-cd34 -o json")]
 pub struct DiffArgs {
     /// The run to compare from (`a`).
-    #[arg(value_name = "RUN_A")]
+    #[arg(value_name = "RUN_A", add = super::completions::run_ids())]
     pub a: String,
     /// Another run id, or a recipe YAML (`b`).
-    #[arg(value_name = "RUN_B|RECIPE")]
+    #[arg(value_name = "RUN_B|RECIPE", add = super::completions::run_or_recipe())]
     pub b: String,
     /// Infra YAML when B is a recipe.
     #[arg(long, value_name = "FILE")]
     pub infra: Option<PathBuf>,
     /// Hydra-style overrides of the recipe B.
-    #[arg(value_name = "OVERRIDES")]
+    #[arg(value_name = "OVERRIDES", add = super::completions::overrides())]
     pub overrides: Vec<String>,
     /// Where B's upload paths are read (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]

@@ -44,7 +44,7 @@ pub struct DoctorArgs {
     pub infra: Option<PathBuf>,
     /// Hydra-style overrides: `a.b=v`, `+a.b=v`, `++a.b=v`, `~a.b`; `infra.*` keys go to
     /// the infra layer.
-    #[arg(value_name = "OVERRIDES")]
+    #[arg(value_name = "OVERRIDES", add = super::completions::overrides())]
     pub overrides: Vec<String>,
     /// Run only the offline rules; never contact a cluster.
     #[arg(long)]

@@ -106,7 +106,7 @@ pub struct ConfigArgs {
     /// The Gym submit config (YAML; its `defaults:` chain is followed).
     pub config: PathBuf,
     /// Hydra-style overrides: `a.b=v` (creates missing keys), `+a.b=v`, `++a.b=v`, `~a.b`.
-    #[arg(value_name = "OVERRIDES")]
+    #[arg(value_name = "OVERRIDES", add = super::completions::gym_overrides())]
     pub overrides: Vec<String>,
     /// The run id (default: gym-<UTC yyyymmdd-hhmmss>-<4 random>); names the Jobs and the run's
     /// directory on the PVC.
@@ -154,6 +154,7 @@ pub struct SubmitArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunTarget {
     /// The run id (`gym-20260901-120000-a1b2`), as `nrl gym submit` printed it.
+    #[arg(add = super::completions::gym_run_ids())]
     pub run: String,
     /// `--context` and `-n` default to the run's local record, then to the kubeconfig's
     /// current context and its namespace; `--kubeconfig` as for every cluster command.

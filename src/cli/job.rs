@@ -156,6 +156,7 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Submission id (or Ray job id).
+    #[arg(add = super::completions::run_ids())]
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
@@ -167,6 +168,7 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// A run id (from `nrl run`), or with --address a submission id (or Ray job id).
+    #[arg(add = super::completions::run_ids())]
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,
@@ -182,6 +184,7 @@ pub struct LogsArgs {
 #[derive(Debug, Args)]
 pub struct StopArgs {
     /// A run id (from `nrl run`), or with --address a submission id (or Ray job id).
+    #[arg(add = super::completions::run_ids())]
     pub id: String,
     #[command(flatten)]
     pub connection: RayConnectionArgs,

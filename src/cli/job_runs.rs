@@ -93,6 +93,7 @@ Examples:
   nrl verify grpo-20260101-120000-ab12 --context prod -n rl-team")]
 pub struct VerifyArgs {
     /// The run id (from `nrl run`).
+    #[arg(add = super::completions::run_ids())]
     pub id: String,
     #[command(flatten)]
     pub lookup: RunLookupArgs,

@@ -51,7 +51,7 @@ pub struct LogsArgs {
     #[command(flatten)]
     pub kube: KubeArgs,
     /// generation, gym or training (with --collect: default all roles).
-    #[arg(long, value_name = "ROLE")]
+    #[arg(long, value_name = "ROLE", add = super::completions::roles())]
     pub role: Option<String>,
     /// Gather every log of the run (or the recipe's roles) into DIR (created; must be
     /// empty) with an index.md. The first argument may then be a run id.

@@ -59,21 +59,22 @@ Examples:
 pub struct RunArgs {
     /// The NeMo-RL recipe YAML (its `defaults:` chain is followed). With --from, a first
     /// override instead.
-    #[arg(value_name = "RECIPE", required_unless_present = "from")]
+    #[arg(value_name = "RECIPE", required_unless_present = "from",
+          add = super::completions::run_recipe())]
     pub recipe_file: Option<PathBuf>,
     /// Infra YAML; alternatively the recipe may carry an `infra:` block (not both).
     #[arg(long, value_name = "FILE", conflicts_with = "from")]
     pub infra: Option<PathBuf>,
     /// Hydra-style overrides: `a.b=v`, `+a.b=v`, `++a.b=v`, `~a.b`; `infra.*` keys go to
     /// the infra layer.
-    #[arg(value_name = "OVERRIDES")]
+    #[arg(value_name = "OVERRIDES", add = super::completions::overrides())]
     pub overrides: Vec<String>,
     /// Launch again what run RUN_ID was launched with: its merged recipe and infra (from
     /// the launch snapshot in its run directory) and its code, checked by content hash
     /// (a local run's staged tree, else the checkout it was staged from). Overrides and
     /// the mode flags apply on top: `--from SMOKE_ID` without --local makes a local smoke
     /// test a RayJob.
-    #[arg(long, value_name = "RUN_ID")]
+    #[arg(long, value_name = "RUN_ID", add = super::completions::run_ids())]
     pub from: Option<String>,
     /// The recipe, infra and overrides to load (from the arguments above, or --from's
     /// snapshot); set by [`RunArgs::resolve_recipe`].

@@ -151,6 +151,24 @@ pub fn inferred_namespace(opts: &ConnectOptions, env: &dyn Env) -> InferredNames
     }
 }
 
+/// The contexts the kubeconfig defines (`--kubeconfig FILE`, else the merged `KUBECONFIG`,
+/// else `~/.kube/config`), in merge order, each with its namespace; read the way
+/// [`resolve`] reads them, for shell completion of `--context`.
+pub fn context_names(
+    kubeconfig: Option<&Path>,
+    env: &dyn Env,
+) -> Result<Vec<(String, Option<String>)>> {
+    let (_, config) = read_kubeconfigs(kubeconfig, env)?;
+    Ok(config
+        .contexts
+        .into_iter()
+        .map(|c| {
+            let ns = c.context.and_then(|c| c.namespace);
+            (c.name, ns)
+        })
+        .collect())
+}
+
 /// client-go's `rest.InClusterConfig` test: both service variables and a token.
 fn in_pod(env: &dyn Env) -> bool {
     let set = |k: &str| env.var(k).is_some_and(|v| !v.is_empty());
