@@ -2,7 +2,7 @@
 //! REST API. No Python, no `ray` CLI. Parsing and printing only; the work is in
 //! `crate::ray`.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -321,12 +321,8 @@ async fn logs(args: LogsArgs, cancel: &CancellationToken) -> Result<Exit> {
     if args.follow {
         return follow_until_end(&client, &args.id, cancel).await;
     }
-    let text = client.logs(&args.id).await?;
-    let mut out = std::io::stdout();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Diag::from(e)),
-        _ => Ok(Exit::Ok),
-    }
+    client.logs_to(&args.id, &mut tokio::io::stdout()).await?;
+    Ok(Exit::Ok)
 }
 
 async fn stop(args: StopArgs) -> Result<Exit> {

@@ -210,6 +210,69 @@ impl RayClient {
         Ok(logs.logs)
     }
 
+    /// `GET /api/jobs/{id}/logs` written to `out` as it arrives: the `logs` string is
+    /// decoded chunk by chunk, so memory stays at a chunk whatever the log's size.
+    /// Retries happen only before the first byte is written. Returns the bytes written.
+    pub async fn logs_to(
+        &self,
+        id: &str,
+        out: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+    ) -> Result<u64> {
+        use tokio::io::AsyncWriteExt;
+        let what = "GET /api/jobs/{id}/logs";
+        let url = self.url(&["api", "jobs", id, "logs"], false);
+        let answer = self
+            .execute_answer(
+                what,
+                Idempotency::Idempotent,
+                self.options.timeout,
+                self.options.max_response_bytes,
+                true,
+                || self.http.request(Method::GET, url.clone()),
+            )
+            .await?;
+        let mut response = match answer {
+            Answer::Open(response) => response,
+            Answer::Read(reply) if reply.status == StatusCode::NOT_FOUND => {
+                return Err(rerr::job_not_found(&self.address, id));
+            }
+            Answer::Read(reply) => return Err(self.failure(what, &reply)),
+        };
+        let mut decoder = super::logs_stream::LogsDecoder::default();
+        let mut text = Vec::new();
+        let mut written = 0u64;
+        let mut received = 0u64;
+        let limit = self.options.max_logs_bytes;
+        loop {
+            let chunk = response.chunk().await.map_err(|e| {
+                let (_, cause) = transport_failure(e);
+                rerr::unreachable(&self.address, self.options.timeout, &cause, 1)
+            })?;
+            let Some(chunk) = chunk else { break };
+            received += chunk.len() as u64;
+            if received > limit {
+                return Err(rerr::response_too_large(&self.address, what, limit, None));
+            }
+            text.clear();
+            decoder
+                .feed(&chunk, &mut text)
+                .map_err(|e| rerr::bad_response(&self.address, what, e))?;
+            match out.write_all(&text).await {
+                // A reader that went away (`| head`) has what it wanted.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(written),
+                Err(e) => return Err(Diag::from(e)),
+                Ok(()) => written += text.len() as u64,
+            }
+        }
+        decoder
+            .finish()
+            .map_err(|e| rerr::bad_response(&self.address, what, e))?;
+        match out.flush().await {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Diag::from(e)),
+            _ => Ok(written),
+        }
+    }
+
     /// `POST /api/jobs/{id}/stop`: `true` if a running job was asked to stop, `false`
     /// if it had already finished.
     pub async fn stop(&self, id: &str) -> Result<bool> {
@@ -475,17 +538,43 @@ impl RayClient {
         idempotency: Idempotency,
         timeout: Duration,
         limit: u64,
-        mut build: impl FnMut() -> RequestBuilder,
+        build: impl FnMut() -> RequestBuilder,
     ) -> Result<Reply> {
+        match self
+            .execute_answer(what, idempotency, timeout, limit, false, build)
+            .await?
+        {
+            Answer::Read(reply) => Ok(reply),
+            Answer::Open(response) => Ok(Reply {
+                status: response.status(),
+                body: String::new(),
+            }),
+        }
+    }
+
+    /// The retry loop of every call. With `open`, a successful answer comes back unread
+    /// (its body to be streamed); everything else is read, at most `limit` bytes.
+    async fn execute_answer(
+        &self,
+        what: &str,
+        idempotency: Idempotency,
+        timeout: Duration,
+        limit: u64,
+        open: bool,
+        mut build: impl FnMut() -> RequestBuilder,
+    ) -> Result<Answer> {
         let deadline = Instant::now() + timeout;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let outcome = send_once(build().timeout(remaining), limit).await;
+            let outcome = send_once(build().timeout(remaining), limit, open).await;
             let (failure, retry_after, last) = match outcome {
-                Ok((reply, _)) if reply.status.is_success() => return Ok(reply),
-                Ok((reply, retry_after)) => (
+                Ok((Answer::Open(response), _)) => return Ok(Answer::Open(response)),
+                Ok((Answer::Read(reply), _)) if reply.status.is_success() => {
+                    return Ok(Answer::Read(reply));
+                }
+                Ok((Answer::Read(reply), retry_after)) => (
                     Failure::Status(reply.status.as_u16()),
                     retry_after,
                     Ok(reply),
@@ -511,7 +600,7 @@ impl RayClient {
                 && Instant::now() + wait < deadline;
             if !retry {
                 return match last {
-                    Ok(reply) => Ok(reply),
+                    Ok(reply) => Ok(Answer::Read(reply)),
                     Err(cause) => {
                         tracing::debug!(what, attempt, %cause, "Ray call failed");
                         Err(rerr::unreachable(&self.address, timeout, &cause, attempt))
@@ -533,10 +622,17 @@ enum Attempt {
 }
 
 /// One attempt: the reply (any status) plus a `Retry-After` hint.
+/// One attempt's answer: read whole, or (a success asked to be streamed) still open.
+enum Answer {
+    Read(Reply),
+    Open(reqwest::Response),
+}
+
 async fn send_once(
     request: RequestBuilder,
     limit: u64,
-) -> std::result::Result<(Reply, Option<Duration>), Attempt> {
+    open: bool,
+) -> std::result::Result<(Answer, Option<Duration>), Attempt> {
     let failed = |e| {
         let (failure, cause) = transport_failure(e);
         Attempt::Failed(failure, cause)
@@ -549,12 +645,15 @@ async fn send_once(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
+    if open && status.is_success() {
+        return Ok((Answer::Open(response), retry_after));
+    }
     let body = match read_body(response, limit).await {
         Ok(body) => body,
         Err(BodyError::Read(e)) => return Err(failed(e)),
         Err(BodyError::TooLarge(declared)) => return Err(Attempt::TooLarge(declared)),
     };
-    Ok((Reply { status, body }, retry_after))
+    Ok((Answer::Read(Reply { status, body }), retry_after))
 }
 
 /// Why a body could not be read whole.

@@ -6,6 +6,7 @@ pub mod archive;
 pub mod client;
 pub mod error;
 pub mod follow;
+pub mod logs_stream;
 pub mod package;
 pub mod retry;
 pub mod submit;
