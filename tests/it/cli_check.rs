@@ -663,4 +663,29 @@ fn a_typo_copied_into_every_segment_is_reported_once() {
     // One report: one `×`.
     assert_eq!(ran.stderr.matches('×').count(), 1, "{}", ran.stderr);
     snapshot!(ctx, ran.stderr);
+
+    // The doctor's findings over the segment copies too: no tolerations is one warning.
+    let untolerated = infra.replacen(
+        "              tolerations:\n                - operator: Exists\n",
+        "",
+        1,
+    );
+    assert_ne!(untolerated, infra);
+    std::fs::write(home.join("infra.yaml"), untolerated).expect("write");
+    let ran = ctx
+        .nrl()
+        .arg("check")
+        .arg(reference(
+            "nemo-rl/examples/configs/recipes/llm/performance/grpo-qwen3-30ba3b-4n4g.yaml",
+        ))
+        .args(["--infra", "infra.yaml", "infra.namespace=nemo-rl"])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.stderr.matches('⚠').count(), 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("workerGroupSpecs[0..3]"),
+        "{}",
+        ran.stderr
+    );
+    snapshot!(ctx, "segments_doctor", ran.stderr);
 }
