@@ -19,6 +19,7 @@ mod effective;
 pub mod gate;
 pub(crate) mod pods;
 pub mod preflight;
+mod recipe_keys;
 mod report;
 mod rules;
 pub(crate) mod scheduling;
@@ -242,6 +243,7 @@ pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) 
     cluster_shape::check(&ctx, &mut out);
     secrets::check(&ctx, &mut out);
     shell::check(&ctx, &mut out);
+    recipe_keys::check(&ctx, &mut out);
     backends::check(&ctx, &mut out);
     webhooks::check(&ctx, &mut out);
     scheduling::check(&ctx, &mut out);
