@@ -689,3 +689,24 @@ fn a_typo_copied_into_every_segment_is_reported_once() {
     );
     snapshot!(ctx, "segments_doctor", ran.stderr);
 }
+
+/// Two roles sharing a cluster spec through a YAML alias, one of them split into segments,
+/// and their DRA objects: each mistake of a shared line is one problem naming every object
+/// and path it reaches (the namespace too: the DRA objects point at its line like the
+/// clusters).
+#[test]
+fn a_line_shared_by_roles_segments_and_dra_objects_is_one_problem() {
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/roles_shared.yaml",
+        ])
+        .run();
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert_eq!(ran.stderr.matches('×').count(), 3, "{}", ran.stderr);
+    snapshot!(ctx, ran.stderr);
+}
