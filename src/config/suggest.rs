@@ -34,18 +34,28 @@ pub fn one_edit_away<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let w = wanted.to_lowercase();
+    let w_norm = norm(&w);
+    let w_len = w.chars().count();
     let mut edited = None;
     for c in candidates {
         if c == wanted {
             continue;
         }
-        let cl = c.to_lowercase();
-        if norm(&cl) == norm(&w) {
+        // Compared without allocating: most candidates fail both tests at once.
+        let same_letters = c
+            .chars()
+            .filter(|ch| ch.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .eq(w_norm.chars());
+        if same_letters {
             return Some(c);
         }
-        let short = w.chars().count().min(cl.chars().count()) <= 3;
-        if edited.is_none() && !short && strsim::osa_distance(&w, &cl) == 1 && !other_name(&w, &cl)
-        {
+        let c_len = c.chars().count();
+        if edited.is_some() || c_len.abs_diff(w_len) > 1 || c_len.min(w_len) <= 3 {
+            continue;
+        }
+        let cl = c.to_lowercase();
+        if strsim::osa_distance(&w, &cl) == 1 && !other_name(&w, &cl) {
             edited = Some(c);
         }
     }

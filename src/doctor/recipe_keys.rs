@@ -51,36 +51,43 @@ fn compare<'a>(
     out: &mut Vec<Finding>,
 ) {
     let Some(map) = node.as_map() else { return };
+    // The chain's keys here that this file does not set, once a new key needs them.
+    let mut siblings: Option<Vec<&str>> = None;
     for (key, child) in map {
         // `infra:` is checked against the infra schema; `_override_` is a merge marker.
         if key == "_override_" || (path.is_empty() && key == "infra") {
             continue;
         }
-        let theirs: Vec<&Node> = chain.iter().filter_map(|c| c.get(key)).collect();
-        if !theirs.is_empty() {
-            let maps: Vec<&Node> = theirs
-                .into_iter()
-                .filter(|n| n.as_map().is_some())
-                .collect();
-            if !maps.is_empty() {
-                path.push(key);
-                compare(child, &maps, path, out);
-                path.pop();
+        if chain.iter().any(|c| c.get(key).is_some()) {
+            if child.as_map().is_some() {
+                let maps: Vec<&Node> = chain
+                    .iter()
+                    .filter_map(|c| c.get(key))
+                    .filter(|n| n.as_map().is_some())
+                    .collect();
+                if !maps.is_empty() {
+                    path.push(key);
+                    compare(child, &maps, path, out);
+                    path.pop();
+                }
             }
             continue;
         }
         // New here. A key of the chain this file also sets is not what it meant.
-        let mut siblings: Vec<&str> = Vec::new();
-        for k in chain
-            .iter()
-            .filter_map(|c| c.as_map())
-            .flat_map(|m| m.keys())
-        {
-            if !map.contains_key(k) && !siblings.contains(&k.as_str()) {
-                siblings.push(k);
+        let siblings = siblings.get_or_insert_with(|| {
+            let mut keys: Vec<&str> = Vec::new();
+            for k in chain
+                .iter()
+                .filter_map(|c| c.as_map())
+                .flat_map(|m| m.keys())
+            {
+                if !map.contains_key(k) && !keys.contains(&k.as_str()) {
+                    keys.push(k);
+                }
             }
-        }
-        let Some(meant) = one_edit_away(key, siblings) else {
+            keys
+        });
+        let Some(meant) = one_edit_away(key, siblings.iter().copied()) else {
             continue;
         };
         // The line that decides the chain's value: the last file in merge order writing it.
