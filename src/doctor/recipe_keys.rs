@@ -114,7 +114,7 @@ fn finding(path: &[&str], key: &str, child: &Node, meant: &str, parent: &Node) -
         .map(|s| s.text().trim().to_string())
         .filter(|t| t.len() <= 40 && !t.contains('\n'));
     let kept = match written {
-        Some(t) => format!(" (as written, the run keeps the parent's `{meant}: {t}`)"),
+        Some(t) => format!(" (the chain writes `{meant}: {t}`)"),
         None => String::new(),
     };
     Finding::new(
@@ -212,7 +212,7 @@ mod tests {
             w.fix
         );
         assert!(
-            w.fix.contains("keeps the parent's `max_num_steps: 500`"),
+            w.fix.contains("(the chain writes `max_num_steps: 500`)"),
             "{}",
             w.fix
         );
