@@ -34,6 +34,21 @@ pub struct LoadedFile {
     pub path: PathBuf,
     /// The file's own mapping with `defaults` removed (before merging).
     pub tree: Node,
+    /// Its `defaults:` chain (parents, their parents…) as positions in the same file
+    /// list: the walker visits a file's chain just before the file, so the chain is the
+    /// run of files before it, in merge order. Empty for a file without `defaults:`.
+    pub ancestors: std::ops::Range<usize>,
+}
+
+impl LoadedFile {
+    /// A file with no `defaults:` chain of its own.
+    pub fn alone(path: PathBuf, tree: Node) -> LoadedFile {
+        LoadedFile {
+            path,
+            tree,
+            ancestors: 0..0,
+        }
+    }
 }
 
 /// The merged result and the files that made it.
@@ -166,6 +181,7 @@ impl Walker<'_> {
         let mut tree = parse_mapping(id, &name)?;
         let parents = take_defaults(&mut tree)?;
         let tree = (self.per_file)(tree, abs)?;
+        let first_ancestor = self.files.len();
         self.stack.push((abs.to_path_buf(), referenced_at));
         let dir = abs.parent().unwrap_or(Path::new("/")).to_path_buf();
         let mut base: Option<Node> = None;
@@ -192,6 +208,7 @@ impl Walker<'_> {
         self.files.push(LoadedFile {
             path: abs.to_path_buf(),
             tree: tree.clone(),
+            ancestors: first_ancestor..self.files.len(),
         });
         match (base, self.nemo_rl) {
             (None, _) => Ok(tree),
@@ -543,6 +560,9 @@ mod tests {
         let src = |i: usize| r.files[i].tree.get("lr").unwrap().span.unwrap().src;
         assert_eq!(src(0), src(2));
         assert_eq!(r.merged.get("lr").unwrap().span.unwrap().text(), "1");
+        // Each file's chain is the run of files just before it.
+        let chains: Vec<_> = r.files.iter().map(|f| f.ancestors.clone()).collect();
+        assert_eq!(chains, [0..0, 0..1, 2..2, 2..3, 0..4]);
     }
 
     #[test]

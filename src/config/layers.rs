@@ -305,10 +305,7 @@ fn load_user_defaults(env: &dyn Env) -> Result<Vec<LoadedFile>> {
             continue;
         }
         let inh = load_with_defaults(&path, SourceKind::User, &pick_user_infra)?;
-        out.push(LoadedFile {
-            path: path.clone(),
-            tree: inh.merged,
-        });
+        out.push(LoadedFile::alone(path.clone(), inh.merged));
     }
     Ok(out)
 }

@@ -19,6 +19,7 @@ mod effective;
 pub mod gate;
 pub(crate) mod pods;
 pub mod preflight;
+mod recipe_keys;
 mod report;
 mod rules;
 pub(crate) mod scheduling;
@@ -82,6 +83,10 @@ pub struct Finding {
     pub fix: String,
     /// Extra facts (which manifest references an object, the largest files…).
     pub notes: Vec<String>,
+    /// The rendered place the message names (`RayCluster/x workerGroupSpecs[0]
+    /// (gpu-workers-segment-0)`), when the same line may be found in several: copies that
+    /// differ only in it are reported once, naming every place (see [`dedupe`]).
+    pub place: Option<String>,
 }
 
 impl Finding {
@@ -111,6 +116,7 @@ impl Finding {
             related: Vec::new(),
             fix: String::new(),
             notes: Vec::new(),
+            place: None,
         }
     }
 
@@ -141,6 +147,12 @@ impl Finding {
 
     pub fn note(mut self, note: impl Into<String>) -> Finding {
         self.notes.push(note.into());
+        self
+    }
+
+    /// Say which part of the message is the rendered place it was found at.
+    pub fn place(mut self, place: impl Into<String>) -> Finding {
+        self.place = Some(place.into());
         self
     }
 
@@ -231,6 +243,7 @@ pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) 
     cluster_shape::check(&ctx, &mut out);
     secrets::check(&ctx, &mut out);
     shell::check(&ctx, &mut out);
+    recipe_keys::check(&ctx, &mut out);
     backends::check(&ctx, &mut out);
     webhooks::check(&ctx, &mut out);
     scheduling::check(&ctx, &mut out);
@@ -238,11 +251,14 @@ pub fn offline_findings(cfg: &LoadedConfig, manifests: &[Node], opts: &Options) 
     dedupe(out)
 }
 
-/// Segment expansion and RayJob/RayCluster pairs copy the same infra lines into several
-/// objects; report each (code, line) once.
+/// Segment expansion, per-role clusters and RayJob/RayCluster pairs copy the same infra
+/// lines into several objects; report each (code, line) once. When the copies differ only
+/// in their [`Finding::place`], the one reported names every place
+/// (`workerGroupSpecs[0..3] (gpu-workers-segment-0..3)`).
 pub(crate) fn dedupe(findings: Vec<Finding>) -> Vec<Finding> {
     let mut seen: Vec<(Cow<'static, str>, Option<Span>, String)> = Vec::new();
-    let mut out = Vec::new();
+    let mut out: Vec<Finding> = Vec::new();
+    let mut places: Vec<Vec<String>> = Vec::new();
     for f in findings {
         let key = (
             f.code.clone(),
@@ -253,11 +269,36 @@ pub(crate) fn dedupe(findings: Vec<Finding>) -> Vec<Finding> {
                 f.message.clone()
             },
         );
-        if seen.contains(&key) {
+        if let Some(i) = seen.iter().position(|k| *k == key) {
+            if let Some(p) = &f.place
+                && out[i].place.is_some()
+                && without_place(&out[i]) == without_place(&f)
+            {
+                places[i].push(p.clone());
+            }
             continue;
         }
         seen.push(key);
+        places.push(f.place.iter().cloned().collect());
         out.push(f);
     }
+    for (f, ps) in out.iter_mut().zip(places) {
+        if ps.len() < 2 {
+            continue;
+        }
+        if let Some(first) = f.place.take() {
+            let all = crate::render::validate::join_places(&ps);
+            f.message = f.message.replacen(&first, &all, 1);
+            f.place = Some(all);
+        }
+    }
     out
+}
+
+/// The message with its place cut out, to compare copies.
+fn without_place(f: &Finding) -> String {
+    match &f.place {
+        Some(p) => f.message.replacen(p.as_str(), "\u{0}", 1),
+        None => f.message.clone(),
+    }
 }

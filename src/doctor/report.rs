@@ -196,4 +196,32 @@ mod tests {
         // A custom code is the diagnostic's code as it is (nothing is interned or leaked).
         assert_eq!(to_diag(&custom()).code, "team::gym");
     }
+
+    #[test]
+    fn copies_of_one_line_differing_only_in_their_place_name_every_place() {
+        use crate::config::source::{SourceKind, Span, add_source};
+        let src = add_source("infra.yaml", None, "a: 1\nb: 2\n", SourceKind::Text);
+        let (line1, line2) = (Some(Span::new(src, 0, 1)), Some(Span::new(src, 5, 6)));
+        let rule = super::super::rules::NO_TOLERATIONS;
+        let f = |span, i: usize, text: &str| {
+            let place = format!("RayCluster/x workerGroupSpecs[{i}] (gpu-segment-{i})");
+            Finding::new(rule, format!("pods of {place} {text}"))
+                .at(span, "here")
+                .place(place)
+        };
+        let mut all: Vec<Finding> = (0..4).map(|i| f(line1, i, "have none")).collect();
+        // Another line stays apart; a copy that differs in more than its place is dropped
+        // as before, without naming its place.
+        all.push(f(line2, 0, "have none"));
+        all.push(f(line1, 7, "differ"));
+        let out = super::super::dedupe(all);
+        let messages: Vec<&str> = out.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "pods of RayCluster/x workerGroupSpecs[0..3] (gpu-segment-0..3) have none",
+                "pods of RayCluster/x workerGroupSpecs[0] (gpu-segment-0) have none",
+            ]
+        );
+    }
 }

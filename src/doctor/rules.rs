@@ -57,6 +57,7 @@ pub const GPU_MISMATCH: &str = "nrl::doctor::gpu_mismatch";
 pub const NODE_COUNT_MISMATCH: &str = "nrl::doctor::node_count_mismatch";
 pub const LITERAL_SECRET: &str = "nrl::doctor::literal_secret";
 pub const SHELL_EXPANSION: &str = "nrl::doctor::shell_expansion";
+pub const RECIPE_KEY_TYPO: &str = "nrl::doctor::recipe_key_typo";
 pub const DTENSOR_ONLY_OVERRIDE: &str = "nrl::doctor::dtensor_only_override";
 pub const TWO_BACKENDS: &str = "nrl::doctor::two_backends";
 pub const WEBHOOK_CONFLICT: &str = "nrl::doctor::webhook_conflict";
@@ -148,6 +149,11 @@ pub const RULES: &[Rule] = &[
         SHELL_EXPANSION,
         Error,
         "a shell expansion `${VAR}` in the recipe that OmegaConf would try to resolve",
+    ),
+    offline(
+        RECIPE_KEY_TYPO,
+        Warning,
+        "a key a recipe file adds is one edit from a key of its `defaults:` chain (the merge accepts it; the parent's value stays)",
     ),
     offline(
         DTENSOR_ONLY_OVERRIDE,

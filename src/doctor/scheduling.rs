@@ -18,6 +18,7 @@ pub const KAI_TOPOLOGY: &[&str] = &[
 pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
     for p in pods(ctx.manifests) {
         let Some(spec) = p.pod_spec() else { continue };
+        let place = format!("{} {}", p.desc, p.place);
         let (gpus, gpu_node) = p.gpus();
         let tolerations = spec
             .get("tolerations")
@@ -28,10 +29,10 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
                 Finding::new(
                     NO_TOLERATIONS,
                     format!(
-                        "GPU worker pods of {} {} have no tolerations; GPU nodes are usually tainted, so they may stay Pending",
-                        p.desc, p.place
+                        "GPU worker pods of {place} have no tolerations; GPU nodes are usually tainted, so they may stay Pending",
                     ),
                 )
+                .place(place.clone())
                 .at(
                     gpu_node.and_then(Node::best_span).or(p.group_span()),
                     format!("{gpus} GPU(s) per pod, no tolerations"),
@@ -45,10 +46,10 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
                 Finding::new(
                     KAI_QUEUE_LABEL,
                     format!(
-                        "{} {} uses schedulerName `{KAI_SCHEDULER}` but has no `{KAI_QUEUE}` label; KAI does not schedule pods without a queue",
-                        p.desc, p.place
+                        "{place} uses schedulerName `{KAI_SCHEDULER}` but has no `{KAI_QUEUE}` label; KAI does not schedule pods without a queue",
                     ),
                 )
+                .place(place.clone())
                 .at(scheduler.and_then(Node::best_span), "KAI scheduler without a queue")
                 .fix(format!(
                     "add `{KAI_QUEUE}: <queue>` to the cluster's `labels:` in the infra file (or `infra.labels`)"

@@ -69,6 +69,7 @@ fn finding(name: &str, value: &str, span: Option<Span>, place: &str) -> Option<F
             ),
         )
         .at(span, "literal secret")
+        .place(place)
         .fix(format!(
             "store it in a Secret (`kubectl create secret generic NAME --from-literal={name}=…`) and use `valueFrom.secretKeyRef` or `envFrom: [{{secretRef: {{name: NAME}}}}]` instead"
         )),

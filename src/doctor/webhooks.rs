@@ -29,6 +29,7 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
                         ),
                     )
                     .at(n.key_span.or(n.span), "injected; do not set")
+                    .place(place.clone())
                     .fix("remove the `ephemeral-storage` request from the inline RayCluster spec"),
                 );
             }
@@ -39,6 +40,7 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
                         format!("{place} sets a `readinessProbe`, which is injected into Ray pods"),
                     )
                     .at(n.key_span.or(n.span), "injected; do not set")
+                    .place(place.clone())
                     .fix("remove `readinessProbe` from the inline RayCluster spec; the injected probe checks the Ray node"),
                 );
             }

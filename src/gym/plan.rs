@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use crate::config::node::Node;
 use crate::diag::{Diag, Result};
 use crate::render::emit;
-use crate::render::validate::validate_object;
+use crate::render::validate::validate_objects;
 
 use super::config::{EnvMap, EnvOrigin, EnvValue, SubmitConfig, to_node};
 use super::names::{job_name, parse_run_id, secret_name};
@@ -140,7 +140,6 @@ pub fn plan(cfg: &SubmitConfig, meta: &RunMeta) -> Result<RunPlan> {
     });
     let mut jobs = Vec::with_capacity(cfg.driver.benchmarks.len());
     let mut names: IndexMap<String, String> = IndexMap::new();
-    let mut problems = Vec::new();
     for (bench, b) in &cfg.driver.benchmarks {
         let name = job_name(&meta.run_id, bench);
         if let Some(other) = names.insert(name.clone(), bench.clone()) {
@@ -202,7 +201,6 @@ pub fn plan(cfg: &SubmitConfig, meta: &RunMeta) -> Result<RunPlan> {
         let env = driver_env(cfg, &b.run, &run_dir, b.command.is_some());
         let driver = render::driver_container(cfg, script, &env, &secret_ref);
         let manifest = render::job(cfg, &meta.run_id, bench, &name, driver)?;
-        problems.extend(validate_object(&manifest));
         jobs.push(PlannedJob {
             benchmark: bench.clone(),
             name,
@@ -210,10 +208,9 @@ pub fn plan(cfg: &SubmitConfig, meta: &RunMeta) -> Result<RunPlan> {
             manifest,
         });
     }
-    if let Some(s) = &secret {
-        problems.extend(validate_object(s));
-    }
-    if let Some(d) = Diag::aggregate(problems) {
+    // All Jobs at once: a config line every Job copies is reported once, naming them.
+    let manifests = jobs.iter().map(|j| &j.manifest).chain(secret.as_ref());
+    if let Some(d) = Diag::aggregate(validate_objects(manifests)) {
         return Err(d);
     }
     Ok(RunPlan {

@@ -26,14 +26,11 @@ pub fn check(req: &LoadRequest, validate: bool) -> Result<Checked> {
     Ok(Checked { config, manifests })
 }
 
-/// Schema validation and name checks of rendered objects; all problems in one report.
+/// Schema validation and name checks of rendered objects; all problems in one report,
+/// each once however many rendered copies one source line has.
 pub fn validate_manifests(manifests: &[Node]) -> Result<()> {
-    let mut problems: Vec<Diag> = Vec::new();
-    for m in manifests {
-        // `validate_object` includes the name checks.
-        problems.extend(render::validate::validate_object(m));
-    }
-    match Diag::aggregate(problems) {
+    // `validate_objects` includes the name checks.
+    match Diag::aggregate(render::validate::validate_objects(manifests)) {
         None => Ok(()),
         Some(d) => Err(d),
     }

@@ -2,7 +2,7 @@
 //! `compute-domain-channel`, a RoCE ResourceClaimTemplate for `roce-channel`.
 
 use crate::config::node::{Node, Value};
-use crate::config::schema::Role;
+use crate::config::schema::{InfraConfig, Role};
 
 use super::meta::{MANAGED_BY, MANAGED_BY_KEY, map_of, set};
 
@@ -102,6 +102,16 @@ fn envelope(api: &str, kind: &str, name: &str, ns: &str, spec: Node) -> Node {
         ),
         ("spec", spec),
     ])
+}
+
+/// [`dra_object`] in the infra's namespace, which points at the infra's `namespace` line as
+/// the clusters' does: a bad namespace is then one problem of that line, not one per object.
+pub fn infra_dra_object(kind: DraKind, name: &str, infra: &InfraConfig) -> Node {
+    let mut obj = dra_object(kind, name, &infra.namespace);
+    if let Some(ns) = obj.get_path_mut("metadata.namespace") {
+        ns.span = infra.source.get("namespace").and_then(|n| n.span);
+    }
+    obj
 }
 
 /// The object for one discovered DRA entry.

@@ -24,7 +24,7 @@ pub fn check_manifests(infra: &InfraConfig) -> Result<Vec<Node>> {
     let mut out = Vec::new();
     for (role, cluster) in infra.kuberay.roles() {
         for (kind, name) in raycluster::dra_needed(cluster, role) {
-            out.push(dra::dra_object(kind, &name, &infra.namespace));
+            out.push(dra::infra_dra_object(kind, &name, infra));
         }
         out.push(raycluster::raycluster(infra, cluster, role)?);
     }

@@ -637,3 +637,76 @@ fn explain_takes_bracketed_keys_and_points_infra_keys_to_infra() {
         ran.stderr
     );
 }
+
+/// A typo in a worker group that `segmentSize` renders as four groups is one line of the
+/// infra file: it is reported once, naming the four rendered places (issue 19 point 5),
+/// with the exit code of any schema error.
+#[test]
+fn a_typo_copied_into_every_segment_is_reported_once() {
+    let ctx = TestContext::new();
+    let home = ctx.home().to_path_buf();
+    let ctx = ctx.cwd(&home);
+    let infra = std::fs::read_to_string(infra_example("qwen3_30b_math_4n_4gpu")).expect("infra");
+    assert!(infra.contains("segmentSize: 1") && infra.contains("replicas: 4"));
+    let typo = infra.replacen("minReplicas", "minReplica", 1);
+    assert_ne!(typo, infra);
+    std::fs::write(home.join("infra.yaml"), typo).expect("write");
+    let ran = ctx
+        .nrl()
+        .arg("check")
+        .arg(reference(
+            "nemo-rl/examples/configs/recipes/llm/performance/grpo-qwen3-30ba3b-4n4g.yaml",
+        ))
+        .args(["--infra", "infra.yaml", "infra.namespace=nemo-rl"])
+        .run();
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    // One report: one `×`.
+    assert_eq!(ran.stderr.matches('×').count(), 1, "{}", ran.stderr);
+    snapshot!(ctx, ran.stderr);
+
+    // The doctor's findings over the segment copies too: no tolerations is one warning.
+    let untolerated = infra.replacen(
+        "              tolerations:\n                - operator: Exists\n",
+        "",
+        1,
+    );
+    assert_ne!(untolerated, infra);
+    std::fs::write(home.join("infra.yaml"), untolerated).expect("write");
+    let ran = ctx
+        .nrl()
+        .arg("check")
+        .arg(reference(
+            "nemo-rl/examples/configs/recipes/llm/performance/grpo-qwen3-30ba3b-4n4g.yaml",
+        ))
+        .args(["--infra", "infra.yaml", "infra.namespace=nemo-rl"])
+        .run();
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.stderr.matches('⚠').count(), 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("workerGroupSpecs[0..3]"),
+        "{}",
+        ran.stderr
+    );
+    snapshot!(ctx, "segments_doctor", ran.stderr);
+}
+
+/// Two roles sharing a cluster spec through a YAML alias, one of them split into segments,
+/// and their DRA objects: each mistake of a shared line is one problem naming every object
+/// and path it reaches (the namespace too: the DRA objects point at its line like the
+/// clusters).
+#[test]
+fn a_line_shared_by_roles_segments_and_dra_objects_is_one_problem() {
+    let ctx = TestContext::new();
+    let ran = ctx
+        .nrl()
+        .args([
+            "check",
+            "tests/data/diag/recipe.yaml",
+            "--infra",
+            "tests/data/diag/roles_shared.yaml",
+        ])
+        .run();
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert_eq!(ran.stderr.matches('×').count(), 3, "{}", ran.stderr);
+    snapshot!(ctx, ran.stderr);
+}

@@ -180,3 +180,44 @@ fn run_without_a_cluster_shows_the_offline_findings_first() {
         ran.stderr
     );
 }
+
+/// A key a child recipe adds one edit away from a key of its parent (issue 19 point 5):
+/// a warning pointing at both lines, the same in `doctor`, `check` and `run` (whose
+/// offline report comes first when no cluster is reachable).
+#[test]
+fn a_recipe_key_one_edit_from_its_parents_key_warns_in_doctor_check_and_run() {
+    let ctx = TestContext::new().env("KUBECONFIG", "/nonexistent/kubeconfig");
+    let args = pair("key_typo/recipe.yaml", "infra.yaml");
+    let doctor = ctx.nrl().args(["doctor", "--offline"]).args(&args).run();
+    assert_eq!(doctor.code, Some(0), "{}", doctor.stderr);
+    snapshot!(ctx, "recipe_key_typo", doctor.stdout);
+    let findings = doctor
+        .stdout
+        .strip_suffix("doctor: 0 errors, 1 warning\n")
+        .expect("one warning");
+
+    let check = ctx.nrl().arg("check").args(&args).run();
+    assert_eq!(check.code, Some(0), "{}", check.stderr);
+    assert_eq!(check.stderr, doctor.stdout);
+
+    // Kept on purpose: an allow comment on its line silences it.
+    let allowed = ctx
+        .nrl()
+        .args(["doctor", "--offline"])
+        .args(pair("key_typo/allowed.recipe.yaml", "infra.yaml"))
+        .run();
+    assert_eq!(
+        (allowed.code, allowed.stdout.as_str()),
+        (Some(0), "doctor: no problems found (1 silenced)\n")
+    );
+
+    let run = ctx.nrl().arg("run").args(&args).run();
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "{findings}doctor (offline rules only): 0 errors, 1 warning"
+        )),
+        "{}",
+        run.stderr
+    );
+}

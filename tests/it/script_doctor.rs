@@ -212,3 +212,22 @@ fn preflight_reports_missing_objects_from_the_cluster() {
         .collect();
     assert!(writes.is_empty(), "the preflight only reads: {writes:?}");
 }
+
+/// `doctor::check` runs the recipe-key rule through the same library function as
+/// `nrl doctor`: the child's line first, the parent's as related.
+#[test]
+fn check_reports_a_recipe_key_one_edit_from_its_parent() {
+    let r = run(
+        r#"let cfg = recipe("tests/data/doctor/key_typo/recipe.yaml",
+                            #{infra: "tests/data/doctor/infra.yaml"});
+           for x in doctor::check(cfg) {
+               print(`${x.code} ${x.severity} ${x.location} ${x.related[0].location}`);
+           }"#,
+    );
+    r.ok();
+    assert_eq!(
+        r.stdout(),
+        "nrl::doctor::recipe_key_typo warning tests/data/doctor/key_typo/recipe.yaml:5:3 \
+         tests/data/doctor/key_typo/parent.yaml:4:3\n"
+    );
+}

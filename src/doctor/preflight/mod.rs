@@ -87,8 +87,18 @@ fn with_uses(mut f: Finding, uses: &[Use], what: &str) -> Finding {
     for u in uses {
         f = f.also(u.span, "also referenced here");
     }
+    // The copies of one line (the segment copies of a worker group) make one note.
+    let mut by_line: Vec<(Option<Span>, Vec<&str>)> = Vec::new();
     for u in uses {
-        f = f.note(format!("referenced by {}", u.by));
+        match by_line.iter_mut().find(|(span, _)| *span == u.span) {
+            Some((_, by)) => by.push(u.by.as_str()),
+            None => by_line.push((u.span, vec![u.by.as_str()])),
+        }
+    }
+    for (_, by) in by_line {
+        for places in crate::render::validate::compress_places(&by) {
+            f = f.note(format!("referenced by {places}"));
+        }
     }
     f
 }

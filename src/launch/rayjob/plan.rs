@@ -17,7 +17,7 @@ use crate::launch::rayjob::manifest::{
 };
 use crate::launch::stage::stage;
 use crate::ray::{PackageOptions, UploadSet};
-use crate::render::dra::dra_object;
+use crate::render::dra::infra_dra_object;
 use crate::render::raycluster::dra_needed;
 use crate::render::rayjob::{RayJobOptions, SubmissionMode};
 use crate::run_id;
@@ -111,7 +111,7 @@ pub fn manifests(
     let dra: Vec<Node> = dra_needed(cluster, Role::Training)
         .into_iter()
         .map(|(kind, name)| {
-            let mut obj = dra_object(kind, &name, &cfg.infra.namespace);
+            let mut obj = infra_dra_object(kind, &name, &cfg.infra);
             stamp_owner(&mut obj, &owner);
             obj
         })

@@ -2,6 +2,7 @@
 
 use base64::Engine;
 
+use super::Problem;
 use super::path::{JsonPath, Seg};
 use super::patterns;
 use super::schema::{self, CompiledKind, Extra, Family, Format, Schema, SchemaId, types};
@@ -18,7 +19,7 @@ pub(super) struct Checker<'a> {
     /// `RayCluster alice-x`, the prefix of every message.
     object: &'a str,
     path: JsonPath<'a>,
-    pub out: Vec<Diag>,
+    pub out: Vec<Problem>,
 }
 
 impl<'a> Checker<'a> {
@@ -265,7 +266,7 @@ impl<'a> Checker<'a> {
         let (source, matcher) = match schema::pattern(id) {
             Ok(p) => p,
             Err(e) => {
-                self.out.push(super::bundle_bug(e));
+                self.out.push(Problem::whole(super::bundle_bug(e)));
                 return;
             }
         };
@@ -419,18 +420,16 @@ impl<'a> Checker<'a> {
         label: impl Into<String>,
         help: impl Into<String>,
     ) {
-        let path = self.path.to_string();
-        let message = if path.is_empty() {
-            format!("{}: {what}", self.object)
-        } else {
-            format!("{}: {path}: {what}", self.object)
-        };
         let label = label.into();
         let diag = match span {
-            Some(sp) => Diag::new(CODE, message).label(Some(sp), label),
-            None => Diag::new(CODE, message).label(near, format!("{label} (inside this)")),
+            Some(sp) => Diag::new(CODE, what).label(Some(sp), label),
+            None => Diag::new(CODE, what).label(near, format!("{label} (inside this)")),
         };
-        self.out.push(diag.help(help));
+        self.out.push(Problem {
+            object: self.object.to_string(),
+            path: self.path.to_string(),
+            diag: diag.help(help),
+        });
     }
 }
 

@@ -13,6 +13,7 @@ mod check;
 mod names;
 mod path;
 mod patterns;
+mod places;
 mod schema;
 mod server_rules;
 mod suggest;
@@ -26,6 +27,8 @@ mod testdata;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_copies;
+#[cfg(test)]
 mod tests_defaults;
 #[cfg(test)]
 mod tests_mistakes;
@@ -35,8 +38,12 @@ mod tests_server_rules;
 mod trim;
 
 pub use names::{MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME};
+pub use places::{compress_places, join_places};
+
+use std::collections::HashMap;
 
 use crate::config::node::Node;
+use crate::config::source::Span;
 use crate::diag::{Diag, Result};
 
 /// Code of the error for an object whose apiVersion/kind has no bundled schema.
@@ -51,23 +58,175 @@ pub const SERVER_RULE: &str = server_rules::CODE;
 
 /// Validate one rendered object as the API server would: its bundled schema (after the
 /// CRD defaults), then the server rules the schema does not express, and its names; all
-/// problems, empty when valid.
+/// problems, empty when valid. A problem that one source line causes in several places of
+/// the object (the segment copies of a worker group, a YAML alias used twice) is reported
+/// once, naming every place.
 pub fn validate_object(obj: &Node) -> Vec<Diag> {
-    let mut out = schema_problems(obj);
-    out.extend(server_rules::check(obj, &describe(obj)));
-    out.extend(check_names(obj));
-    out
+    merge_copies(problems(obj))
+}
+
+/// [`validate_object`] over several objects, with copies merged across them too (the
+/// clusters of several roles, the DRA objects, a Job per benchmark).
+pub fn validate_objects<'a>(objs: impl IntoIterator<Item = &'a Node>) -> Vec<Diag> {
+    merge_copies(objs.into_iter().flat_map(problems).collect())
 }
 
 /// Validate several; returns Err with all problems aggregated (first leads, others
 /// related) when any.
 // `Diag` is the crate's one error type; its size is a crate-wide decision, not this API's.
 pub fn validate_all(objs: &[Node]) -> Result<()> {
-    let all: Vec<Diag> = objs.iter().flat_map(validate_object).collect();
-    match Diag::aggregate(all) {
+    match Diag::aggregate(validate_objects(objs)) {
         None => Ok(()),
         Some(d) => Err(d),
     }
+}
+
+/// One problem and the rendered place it was found at, kept apart until every object is
+/// checked, so that the copies of one source line can be reported once.
+pub(super) struct Problem {
+    /// `RayCluster alice-x`; empty for a problem of nrl itself (its bundled schemas).
+    pub object: String,
+    /// `spec.workerGroupSpecs[0].minReplica`; empty for the object as a whole.
+    pub path: String,
+    /// The problem without its place (`unknown field`).
+    pub diag: Diag,
+}
+
+impl Problem {
+    /// A problem with no place: its message is all of it.
+    pub fn whole(diag: Diag) -> Problem {
+        Problem {
+            object: String::new(),
+            path: String::new(),
+            diag,
+        }
+    }
+}
+
+fn problems(obj: &Node) -> Vec<Problem> {
+    let object = describe(obj);
+    let mut out = schema_problems(obj, &object);
+    out.extend(server_rules::check(obj, &object));
+    out.extend(
+        names::check(obj, &object)
+            .into_iter()
+            .map(|d| name_problem(d, &object)),
+    );
+    out
+}
+
+/// Name checks write `RayCluster x: name "X" ...`; their place is the object.
+fn name_problem(mut diag: Diag, object: &str) -> Problem {
+    let rest = diag
+        .message
+        .strip_prefix(object)
+        .and_then(|m| m.strip_prefix(": "))
+        .map(str::to_string);
+    match rest {
+        Some(rest) => {
+            diag.message = rest;
+            Problem {
+                object: object.to_string(),
+                path: String::new(),
+                diag,
+            }
+        }
+        None => Problem::whole(diag),
+    }
+}
+
+/// Problems with the same code, at the same source span, with the same message once their
+/// place is set aside, are one problem: the first, naming every place.
+fn merge_copies(problems: Vec<Problem>) -> Vec<Diag> {
+    let mut groups: Vec<(Problem, Vec<(String, String)>)> = Vec::new();
+    let mut index: HashMap<(String, Option<Span>, String), usize> = HashMap::new();
+    for p in problems {
+        let key = (
+            p.diag.code.to_string(),
+            p.diag.labels.first().map(|l| l.span),
+            p.diag.message.clone(),
+        );
+        let place = (p.object.clone(), p.path.clone());
+        match index.get(&key) {
+            Some(&i) => groups[i].1.push(place),
+            None => {
+                index.insert(key, groups.len());
+                groups.push((p, vec![place]));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(p, mut places)| {
+            let mut diag = p.diag;
+            let place = places_text(&places);
+            if !place.is_empty() {
+                diag.message = format!("{place}: {}", diag.message);
+            }
+            places.sort();
+            places.dedup();
+            if places.len() > 1 && !diag.labels.is_empty() {
+                diag = diag.note(format!(
+                    "reported once for the {} rendered places this line reaches",
+                    places.len()
+                ));
+            }
+            diag
+        })
+        .collect()
+}
+
+/// `RayCluster x: spec.workerGroupSpecs[0..3].minReplica`; several objects with the same
+/// paths share them (`ComputeDomain a, RayCluster b: metadata.namespace`), others are
+/// separated by `;`.
+fn places_text(places: &[(String, String)]) -> String {
+    let mut objects: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (object, path) in places {
+        let i = match objects.iter().position(|(o, _)| *o == object.as_str()) {
+            Some(i) => i,
+            None => {
+                objects.push((object.as_str(), Vec::new()));
+                objects.len() - 1
+            }
+        };
+        if !path.is_empty() {
+            objects[i].1.push(path.as_str());
+        }
+    }
+    let mut same_paths: Vec<(Vec<&str>, String)> = Vec::new();
+    for (object, paths) in objects {
+        let paths = join_places(&paths);
+        match same_paths.iter_mut().find(|(_, p)| *p == paths) {
+            Some((objs, _)) => objs.push(object),
+            None => same_paths.push((vec![object], paths)),
+        }
+    }
+    same_paths
+        .iter()
+        .map(|(objs, paths)| {
+            let who = objects_text(objs);
+            match (who.is_empty(), paths.is_empty()) {
+                (_, true) => who,
+                (true, false) => paths.clone(),
+                (false, false) => format!("{who}: {paths}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Objects in one line; a long list (a Job per benchmark) is cut.
+fn objects_text(objs: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let all = join_places(objs);
+    if objs.len() <= SHOWN + 1 || all.len() <= 120 {
+        return all;
+    }
+    format!(
+        "{} and {} more objects",
+        join_places(&objs[..SHOWN]),
+        objs.len() - SHOWN
+    )
 }
 
 /// Name checks alone: `metadata.name` (DNS-1123 subdomain, or the label rules a kind
@@ -78,10 +237,9 @@ pub fn check_names(obj: &Node) -> Vec<Diag> {
 }
 
 /// Schema problems alone.
-fn schema_problems(obj: &Node) -> Vec<Diag> {
-    let object = describe(obj);
+fn schema_problems(obj: &Node, object: &str) -> Vec<Problem> {
     if obj.as_map().is_none() {
-        return vec![
+        return vec![Problem::whole(
             Diag::new(
                 SCHEMA,
                 format!(
@@ -90,7 +248,7 @@ fn schema_problems(obj: &Node) -> Vec<Diag> {
                 ),
             )
             .label(obj.span, "not a mapping"),
-        ];
+        )];
     }
     let api_version = obj.get("apiVersion");
     let kind = obj.get("kind");
@@ -103,22 +261,26 @@ fn schema_problems(obj: &Node) -> Vec<Diag> {
         } else {
             "kind"
         };
-        return vec![
-            Diag::new(
+        return vec![Problem {
+            object: object.to_string(),
+            path: String::new(),
+            diag: Diag::new(
                 UNKNOWN_KIND,
-                format!("{object}: `{missing}` is missing or not a string"),
+                format!("`{missing}` is missing or not a string"),
             )
             .label(obj.span, format!("no `{missing}`"))
             .help(format!("objects nrl validates: {}", supported_list())),
-        ];
+        }];
     };
     let Some(index) = schema::find_kind(av, k) else {
-        return vec![unknown_kind(av, k, api_version, kind, &object)];
+        return vec![unknown_kind(av, k, api_version, kind, object)];
     };
     let Some(compiled) = schema::compiled(index) else {
-        return vec![bundle_bug(format!("no compiled schema for {av} {k}"))];
+        return vec![Problem::whole(bundle_bug(format!(
+            "no compiled schema for {av} {k}"
+        )))];
     };
-    let mut checker = check::Checker::new(compiled, &object);
+    let mut checker = check::Checker::new(compiled, object);
     checker.check(compiled.root, obj, obj.span);
     checker.out
 }
@@ -138,7 +300,7 @@ fn unknown_kind(
     api_version: Option<&Node>,
     kind: Option<&Node>,
     object: &str,
-) -> Diag {
+) -> Problem {
     let same_kind = bundle::supported_kinds().find(|(_, sk)| *sk == k);
     let (span, label, help) = match same_kind {
         // Right kind, other version: point at apiVersion.
@@ -159,12 +321,16 @@ fn unknown_kind(
             (kind.and_then(|n| n.span), "unknown kind", help)
         }
     };
-    Diag::new(
-        UNKNOWN_KIND,
-        format!("{object}: no bundled schema for apiVersion `{av}` kind `{k}`"),
-    )
-    .label(span, label)
-    .help(help)
+    Problem {
+        object: object.to_string(),
+        path: String::new(),
+        diag: Diag::new(
+            UNKNOWN_KIND,
+            format!("no bundled schema for apiVersion `{av}` kind `{k}`"),
+        )
+        .label(span, label)
+        .help(help),
+    }
 }
 
 fn supported_list() -> String {

@@ -15,6 +15,7 @@
 //!   run pod validation on the template, so it accepts the object, and then every pod
 //!   KubeRay creates from the template is refused.
 
+use super::Problem;
 use super::path::{JsonPath, Seg};
 use crate::config::node::{Node, Value};
 use crate::config::source::Span;
@@ -44,7 +45,7 @@ pub(super) const CEL_RULES: &[&str] = &[
 ];
 
 /// Problems of `obj` (described as `object` in messages) under the rules above.
-pub(super) fn check<'a>(obj: &'a Node, object: &'a str) -> Vec<Diag> {
+pub(super) fn check<'a>(obj: &'a Node, object: &'a str) -> Vec<Problem> {
     let api_version = obj.get("apiVersion").and_then(Node::as_str);
     let kind = obj.get("kind").and_then(Node::as_str);
     let mut r = Rules {
@@ -81,7 +82,7 @@ struct Rules<'a> {
     /// Inside a custom resource: its pod templates are validated only when KubeRay
     /// creates the pods.
     in_crd: bool,
-    out: Vec<Diag>,
+    out: Vec<Problem>,
 }
 
 /// CEL's `has(self.field)` on a custom resource: the field is there after pruning (a null
@@ -107,12 +108,15 @@ impl<'a> Rules<'a> {
         label: &str,
         help: String,
     ) {
-        let message = format!("{}: {}: {what}", self.object, self.path);
         let diag = match span {
-            Some(sp) => Diag::new(CODE, message).label(Some(sp), label),
-            None => Diag::new(CODE, message).label(near, format!("{label} (inside this)")),
+            Some(sp) => Diag::new(CODE, what).label(Some(sp), label),
+            None => Diag::new(CODE, what).label(near, format!("{label} (inside this)")),
         };
-        self.out.push(diag.help(help));
+        self.out.push(Problem {
+            object: self.object.to_string(),
+            path: self.path.to_string(),
+            diag: diag.help(help),
+        });
     }
 
     /// A failed CEL rule: the CRD's message, the rule quoted in the help.

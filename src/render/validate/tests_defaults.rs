@@ -145,7 +145,11 @@ fn every_bundled_default_validates_against_its_node() {
                 assert!(
                     checker.out.is_empty(),
                     "default {value} of node {id}: {:?}",
-                    messages(&checker.out)
+                    checker
+                        .out
+                        .iter()
+                        .map(|p| p.diag.message.clone())
+                        .collect::<Vec<_>>()
                 );
             }
             stack.extend(s.child_ids());

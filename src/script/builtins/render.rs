@@ -289,9 +289,8 @@ pub mod render_module {
     /// Schema and name problems of this object: `[#{code, message, location, help}, …]`.
     #[rhai_fn(global, name = "validate", pure)]
     pub fn validate_manifest(m: &mut Manifest) -> Array {
-        let mut diags = crate::render::validate::validate_object(&m.node);
-        diags.extend(crate::render::validate::check_names(&m.node));
-        problems_of(diags)
+        // `validate_object` includes the name checks.
+        problems_of(crate::render::validate::validate_object(&m.node))
     }
 
     #[rhai_fn(global, name = "to_string", pure)]
