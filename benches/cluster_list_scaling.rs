@@ -1,0 +1,125 @@
+//! How `nrl cluster list` grows with the namespace: 10, 100 and 1,000 RayClusters, each
+//! with a head and two worker pods, on the fake API server. Prints one line per size:
+//! wall time of the nrl process, its peak RSS, and the API requests it made by verb, so
+//! a per-object GET (or a list per cluster) shows as a count that grows.
+//!
+//! `cargo bench --profile release --bench cluster_list_scaling`; under `cargo test` it
+//! runs the smallest size once (a smoke test that still checks the request count).
+
+// The fake API server of the integration tests (only it, not the other test helpers),
+// reachable at the module path its files use there: `crate::support::fake_k8s`.
+#[path = "../tests/it/support/fake_k8s/mod.rs"]
+mod fake_k8s;
+mod support {
+    pub(crate) use super::fake_k8s;
+}
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde_json::json;
+use support::fake_k8s::FakeK8s;
+
+fn seed(fake: &FakeK8s, clusters: usize) {
+    for i in 0..clusters {
+        let name = format!("alice-rc-{i:04}");
+        fake.put(json!({
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": name, "namespace": "default",
+                         "labels": {"nrl-k8s/owner": "alice"}},
+            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}}},
+                     "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 2,
+                         "maxReplicas": 2, "rayStartParams": {}, "template": {"spec": {"containers": [
+                         {"name": "ray-worker", "image": "rayproject/ray:2.60.0"}]}}}]},
+            "status": {"state": "ready", "readyWorkerReplicas": 2, "desiredWorkerReplicas": 2},
+        }));
+        for (pod, kind) in [
+            ("head", "head"),
+            ("worker-0", "worker"),
+            ("worker-1", "worker"),
+        ] {
+            fake.put(json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": format!("{name}-{pod}"), "namespace": "default",
+                             "labels": {"ray.io/cluster": name, "ray.io/node-type": kind}},
+                "spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.60.0"}]},
+                "status": {"phase": "Running"},
+            }));
+        }
+    }
+}
+
+// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn list_once(fake: &FakeK8s, home: &std::path::Path) -> (f64, i64) {
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_nrl"))
+        .args(["cluster", "list"])
+        .envs(fake.env())
+        .env("HOME", home)
+        .env("NRL_USER", "alice")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn nrl");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: plain wait4 on our own child; `usage` is a zeroed, owned struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = started.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(waited, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "nrl cluster list failed"
+    );
+    (wall, usage.ru_maxrss)
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let (sizes, runs): (&[usize], usize) = if full {
+        (&[10, 100, 1000], 5)
+    } else {
+        (&[10], 1)
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    println!("cluster_list_scaling: RayClusters, median [min..max] ms, peak RSS, requests by verb");
+    for &n in sizes {
+        let fake = FakeK8s::start();
+        seed(&fake, n);
+        let mut walls = Vec::new();
+        let mut rss = 0;
+        fake.clear_request_log();
+        for _ in 0..runs {
+            let (wall, r) = list_once(&fake, home.path());
+            walls.push(wall);
+            rss = rss.max(r);
+        }
+        let log = fake.request_log();
+        let per_run = |verb: &str| {
+            log.iter()
+                .filter(|r| r.verb == verb && r.resource.is_some())
+                .count()
+                / runs
+        };
+        let (lists, gets) = (per_run("list"), per_run("get"));
+        walls.sort_by(f64::total_cmp);
+        println!(
+            "  {n:>5} clusters  {:>7.1} ms [{:.1}..{:.1}]  {:>6.1} MiB  {lists} lists, {gets} gets per run",
+            walls[walls.len() / 2],
+            walls[0],
+            walls[walls.len() - 1],
+            rss as f64 / 1024.0,
+        );
+        // Constant requests, whatever the namespace holds: a growing count is a defect.
+        assert!(
+            lists <= 4 && gets <= 2,
+            "cluster list made {lists} lists and {gets} gets for {n} clusters"
+        );
+    }
+}
