@@ -20,6 +20,9 @@ use crate::diag::{Diag, Result};
 
 pub const FIELD_MANAGER: &str = "nrl";
 
+/// Objects per page of a list: kubectl's `--chunk-size` default.
+pub const LIST_PAGE: u32 = 500;
+
 /// apiVersion, kind, name and namespace of a manifest.
 #[derive(Debug, Clone)]
 pub struct ObjectRef {
@@ -182,15 +185,41 @@ impl K8s {
         ns: &str,
         labels: Option<&str>,
     ) -> Result<Vec<Json>> {
+        self.list_map(ar, ns, labels, |o| o).await
+    }
+
+    /// List objects a page at a time (kubectl's chunked list: `limit` and `continue`,
+    /// [`LIST_PAGE`] per page), turning each into what the caller keeps as its page
+    /// arrives: a namespace of thousands of objects never sits in memory whole.
+    pub async fn list_map<T>(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        labels: Option<&str>,
+        mut keep: impl FnMut(Json) -> T,
+    ) -> Result<Vec<T>> {
         let api = self.api(ar, ns);
-        let mut lp = ListParams::default();
-        if let Some(l) = labels {
-            lp = lp.labels(l);
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(LIST_PAGE);
+            if let Some(l) = labels {
+                lp = lp.labels(l);
+            }
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            let page = self
+                .call(Action::new("list", &ar.plural, ns), || api.list(&lp))
+                .await?;
+            token = page.metadata.continue_.filter(|t| !t.is_empty());
+            for item in page.items {
+                out.push(keep(to_json(item)?));
+            }
+            if token.is_none() {
+                return Ok(out);
+            }
         }
-        let list = self
-            .call(Action::new("list", &ar.plural, ns), || api.list(&lp))
-            .await?;
-        list.items.into_iter().map(to_json).collect()
     }
 
     /// List a cluster-scoped kind (Nodes, KAI Queues).

@@ -262,11 +262,8 @@ impl ClusterRow {
 /// The RayClusters of a namespace, by name.
 pub async fn list_clusters(k8s: &K8s, ns: &str) -> Result<Vec<ClusterRow>> {
     let mut rows: Vec<ClusterRow> = k8s
-        .list(&by_kind("RayCluster")?, ns, None)
-        .await?
-        .iter()
-        .map(ClusterRow::of)
-        .collect();
+        .list_map(&by_kind("RayCluster")?, ns, None, |o| ClusterRow::of(&o))
+        .await?;
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
 }
