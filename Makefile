@@ -20,7 +20,6 @@ STAMP := $(VENV)/.nrl-deps-2
 
 test: venv
 	RUST_TEST_THREADS=$(TEST_THREADS) NRL_RAY_BIN=$(abspath $(RAY)) NRL_PYTHON=$(abspath $(PY)) cargo test --all-targets --no-fail-fast
-	cargo test --doc
 
 lint:
 	cargo fmt --all --check
