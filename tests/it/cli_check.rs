@@ -215,9 +215,9 @@ fn missing_recipe_file_is_bad_input() {
 /// non-PIE link that saved about a millisecond is gone).
 #[test]
 fn the_binary_is_position_independent() {
-    let path = env!("CARGO_BIN_EXE_nrl");
-    let elf = std::fs::read(path).expect("read the nrl binary");
-    assert_eq!(&elf[..4], b"\x7fELF", "{path} is not ELF");
+    let path = crate::support::context::nrl_path();
+    let elf = std::fs::read(&path).expect("read the nrl binary");
+    assert_eq!(&elf[..4], b"\x7fELF", "{} is not ELF", path.display());
     // e_type, little-endian: 2 is ET_EXEC (fixed address), 3 is ET_DYN (PIE).
     assert_eq!(
         u16::from_le_bytes([elf[16], elf[17]]),

@@ -37,6 +37,9 @@ fn the_wheel_puts_a_working_nrl_on_a_fresh_venvs_path() {
         eprintln!("skipped: no maturin in the venv (make venv)");
         return;
     };
+    // maturin's cargo build relinks target/debug/nrl; the tests run the link made here
+    // first (see `nrl_path`), so they keep this run's binary while it does.
+    crate::support::context::nrl_path();
     let tmp = tempfile::tempdir().unwrap();
     let wheels = tmp.path().join("wheels");
     // The dev profile: the binary the tests already built, so packaging is seconds.

@@ -184,9 +184,34 @@ impl TestContext {
 /// `filter(AGE, "[AGE]  ")` keeps a table stable when an age gains a digit.
 pub const AGE: &str = r"\b(AGE|\d+[smhd])\b +";
 
-/// The path of the built `nrl` binary.
+/// The `nrl` binary under test: a hard link to the one cargo built, made once per test
+/// process. Cargo removes an uplifted binary (`target/debug/nrl`) while it relinks it, so a
+/// cargo command running beside the tests (the install test's `maturin build`, a
+/// developer's `cargo build`) would otherwise make `nrl` vanish, or change, under tests
+/// that are running; the link keeps this run's build whatever happens to that path.
 pub fn nrl_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_nrl"))
+    static UNDER_TEST: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    UNDER_TEST
+        .get_or_init(|| {
+            let built = PathBuf::from(env!("CARGO_BIN_EXE_nrl"));
+            let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nrl-under-test");
+            // Links of test runs that have ended (their pid is gone) are stale.
+            for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+                let pid = entry.file_name();
+                if !Path::new("/proc").join(&pid).exists() {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+            let dir = root.join(std::process::id().to_string());
+            std::fs::create_dir_all(&dir).expect("create the directory of nrl under test");
+            let link = dir.join("nrl");
+            let _ = std::fs::remove_file(&link);
+            std::fs::hard_link(&built, &link)
+                .or_else(|_| std::fs::copy(&built, &link).map(|_| ()))
+                .unwrap_or_else(|e| panic!("link {} to {}: {e}", built.display(), link.display()));
+            link
+        })
+        .clone()
 }
 
 /// A hermetic `nrl` command from a fresh context of its own (see the module docs); use
