@@ -4,6 +4,7 @@
 
 pub mod archive;
 pub mod client;
+pub mod driver_file;
 pub mod error;
 pub mod follow;
 pub mod logs_stream;

@@ -92,6 +92,9 @@ pub struct JobDetails {
     pub runtime_env: Option<serde_json::Value>,
     #[serde(default)]
     pub driver_exit_code: Option<i64>,
+    /// The node the driver runs on (and writes its log on); set once the job runs.
+    #[serde(default)]
+    pub driver_node_id: Option<String>,
 }
 
 impl JobDetails {

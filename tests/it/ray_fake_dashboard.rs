@@ -11,6 +11,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures::StreamExt;
 use nrl::ray::follow::{FollowOptions, follow_job};
 use nrl::ray::retry::RetryPolicy;
 use nrl::ray::{JobStatus, RayClient, RayClientOptions, SubmitRequest};
@@ -387,13 +388,21 @@ fn fast_follow() -> FollowOptions {
     FollowOptions {
         poll_initial: Duration::from_millis(20),
         poll_max: Duration::from_millis(100),
+        stream_interval: Duration::from_millis(20),
+        status_max: Duration::from_millis(100),
     }
 }
 
 #[test]
 fn follow_reconnects_after_a_drop_without_repeating_output() {
     let script = Script {
-        statuses: Arc::new(Mutex::new(VecDeque::from(["RUNNING", "SUCCEEDED"]))),
+        // The first answer is read before following (it has no driver node: this
+        // dashboard is followed through the websocket).
+        statuses: Arc::new(Mutex::new(VecDeque::from([
+            "RUNNING",
+            "RUNNING",
+            "SUCCEEDED",
+        ]))),
         sessions: Arc::new(Mutex::new(VecDeque::from([
             (vec!["line 1\n", "line 2\n"], false),
             (vec!["line 1\nline", " 2\nline 3\n", "line 4\n"], true),
@@ -423,8 +432,9 @@ fn follow_reconnects_after_a_drop_without_repeating_output() {
 #[test]
 fn follow_polls_logs_when_websockets_never_work() {
     let script = Script {
+        // Pending, then running through three log polls, then failed.
         statuses: Arc::new(Mutex::new(VecDeque::from([
-            "PENDING", "RUNNING", "RUNNING", "FAILED",
+            "PENDING", "RUNNING", "RUNNING", "RUNNING", "RUNNING", "FAILED",
         ]))),
         sessions: Arc::new(Mutex::new(VecDeque::new())),
         logs: Arc::new(Mutex::new(VecDeque::from([
@@ -447,6 +457,107 @@ fn follow_polls_logs_when_websockets_never_work() {
         .unwrap();
     assert_eq!(job.status, JobStatus::Failed);
     assert_eq!(String::from_utf8(out).unwrap(), "a\nb\nc\n");
+    drop(fake);
+}
+
+/// A job on a dashboard with the log API: its driver log file is followed through
+/// `/api/v0/logs/stream` (raw bytes, `\r\n` kept), the stream is opened again after it
+/// drops, the end is learnt from the status, and the rest comes from `/api/v0/logs/file`;
+/// each byte is written once and the websocket is never used.
+#[test]
+fn follow_streams_the_driver_log_file_and_resumes_after_a_drop() {
+    let hits = Hits::default();
+    let streams = Arc::new(Mutex::new(0usize));
+    let (h1, h2, h3, h4) = (hits.clone(), hits.clone(), hits.clone(), hits.clone());
+    let opened = streams.clone();
+    let router = Router::new()
+        .route(
+            "/api/jobs/{id}",
+            get(move || {
+                let opened = *streams.lock().unwrap();
+                async move {
+                    h1.push("status");
+                    // Running until the stream has been opened twice, then done.
+                    let status = if opened >= 2 { "SUCCEEDED" } else { "RUNNING" };
+                    json(&format!(
+                        r#"{{"submission_id": "j", "status": "{status}", "driver_node_id": "n1"}}"#
+                    ))
+                }
+            }),
+        )
+        .route(
+            "/api/v0/logs/stream",
+            get(
+                move |query: axum::extract::Query<std::collections::HashMap<String, String>>| {
+                    let n = {
+                        let mut n = opened.lock().unwrap();
+                        *n += 1;
+                        *n
+                    };
+                    async move {
+                        h2.push(&format!(
+                            "stream node_id={} filename={} lines={} interval={}",
+                            query["node_id"], query["filename"], query["lines"], query["interval"]
+                        ));
+                        let chunk = |b: &'static [u8]| Ok(bytes::Bytes::from_static(b));
+                        let first: Vec<Result<bytes::Bytes, std::io::Error>> = if n == 1 {
+                            // Some of the log, then the connection breaks.
+                            vec![
+                                chunk(b"line 0\r\n"),
+                                chunk(b"line 1\n"),
+                                Err(std::io::Error::other("dropped")),
+                            ]
+                        } else {
+                            vec![chunk(b"line 0\r\nline 1\nline 2\n")]
+                        };
+                        // A followed file never ends on its own.
+                        let body = futures::stream::iter(first).chain(futures::stream::pending());
+                        (StatusCode::OK, axum::body::Body::from_stream(body)).into_response()
+                    }
+                },
+            ),
+        )
+        .route(
+            "/api/v0/logs/file",
+            get(move || async move {
+                h3.push("file");
+                text(StatusCode::OK, "line 0\r\nline 1\nline 2\nline 3\n")
+            }),
+        )
+        .route(
+            "/api/jobs/{id}/logs/tail",
+            get(move || async move {
+                h4.push("tail");
+                text(StatusCode::BAD_GATEWAY, "not this way")
+            }),
+        );
+    let fake = serve(router);
+    let ray = client(&fake.address, Duration::from_secs(5));
+    let mut out = Vec::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let job = rt
+        .block_on(follow_job(&ray, "j", &mut out, &fast_follow()))
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Succeeded);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "line 0\r\nline 1\nline 2\nline 3\n"
+    );
+    let all = hits.all();
+    let streams: Vec<&String> = all.iter().filter(|h| h.starts_with("stream")).collect();
+    assert_eq!(
+        streams,
+        [
+            "stream node_id=n1 filename=job-driver-j.log lines=-1 interval=0.020",
+            "stream node_id=n1 filename=job-driver-j.log lines=-1 interval=0.020"
+        ],
+        "{all:?}"
+    );
+    assert_eq!(hits.count("file"), 1, "{all:?}");
+    assert_eq!(hits.count("tail"), 0, "{all:?}");
     drop(fake);
 }
 
