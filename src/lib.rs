@@ -23,3 +23,4 @@ pub mod run_id;
 pub mod script;
 pub mod stdio;
 pub mod terminal_text;
+pub mod top;
