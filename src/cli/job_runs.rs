@@ -8,9 +8,8 @@ use clap::Args;
 use super::common::KubeArgs as RunLookupArgs;
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
-use crate::launch::attach::{Stopped, follow_run, run_log, stop_run};
+use crate::launch::attach::{Stopped, follow_run, run_log, stop_and_record};
 use crate::launch::output::{Console, Output};
-use crate::launch::records::cluster_copy::update_on_cluster;
 use crate::launch::records::lookup::resolve_run;
 use crate::launch::records::{RunRecord, RunStatus, RunStore};
 use crate::launch::verify::verify;
@@ -60,22 +59,8 @@ pub async fn stop(id: &str, lookup: &RunLookupArgs, force: bool) -> Result<Exit>
     }
     let me = crate::config::env::username(&crate::config::env::ProcessEnv);
     let progress = crate::launch::progress::Progress::auto();
-    match stop_run(k8s.as_ref(), &record, &me, force, &progress).await? {
-        Stopped::Stopped(state) => {
-            crate::errln!("stopped run {id}: {state}");
-            record.set_status(
-                RunStatus::Stopped,
-                record.exit_code,
-                Some(format!("stopped: {state}")),
-            );
-            // The records follow the stop; failing to update them is only a warning.
-            if let Err(e) = store.save(&record) {
-                crate::errln!("warning: {}", e.message);
-            }
-            if let (Some(k), Some(ns)) = (&k8s, &record.namespace) {
-                let _ = update_on_cluster(k, ns, &record).await;
-            }
-        }
+    match stop_and_record(k8s.as_ref(), &mut record, &store, &me, force, &progress).await? {
+        Stopped::Stopped(state) => crate::errln!("stopped run {id}: {state}"),
         Stopped::AlreadyEnded(state) => crate::errln!("run {id} had already ended: {state}"),
     }
     Ok(Exit::Ok)

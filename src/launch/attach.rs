@@ -15,8 +15,9 @@ use super::output::Output;
 use super::progress::Progress;
 use super::raycluster::check_owner;
 use super::raycluster::submit::exec::{self, ExecRun, ExecState};
+use super::records::cluster_copy::update_on_cluster;
 use super::records::context::DRIVER_LOG;
-use super::records::{RunKind, RunRecord, RunStatus};
+use super::records::{RunKind, RunRecord, RunStatus, RunStore};
 use crate::diag::{Diag, Exit, Result};
 use crate::k8s::K8s;
 use crate::k8s::resources::by_kind;
@@ -484,6 +485,33 @@ pub async fn stop_run(
         }
         Target::Gone { why, .. } => Ok(Stopped::AlreadyEnded(why)),
     }
+}
+
+/// [`stop_run`], then the run's records follow: this machine's copy and the cluster's
+/// (failing to update them is only a warning on `progress`: the run did stop).
+pub async fn stop_and_record(
+    k8s: Option<&K8s>,
+    record: &mut RunRecord,
+    store: &RunStore,
+    me: &str,
+    force: bool,
+    progress: &Progress,
+) -> Result<Stopped> {
+    let stopped = stop_run(k8s, record, me, force, progress).await?;
+    if let Stopped::Stopped(state) = &stopped {
+        record.set_status(
+            RunStatus::Stopped,
+            record.exit_code,
+            Some(format!("stopped: {state}")),
+        );
+        if let Err(e) = store.save(record) {
+            progress.line(format!("warning: {}", e.message));
+        }
+        if let (Some(k), Some(ns)) = (k8s, record.namespace.as_deref()) {
+            let _ = update_on_cluster(k, ns, record).await;
+        }
+    }
+    Ok(stopped)
 }
 
 fn stopped(was_running: bool, state: String) -> Stopped {
