@@ -75,8 +75,13 @@ pub async fn cancel_run(
     }
     let jobs: Vec<String> = live_jobs.iter().map(name).collect();
     let secret = live_secret.as_ref().map(name);
-    let deletions = futures::stream::iter(jobs.iter())
+    // The futures are made first: a stream that maps `&String` through a closure is not
+    // `Send` for every lifetime (a rustc limitation), and `nrl top` cancels on a task.
+    let pending: Vec<_> = jobs
+        .iter()
         .map(|j| k8s.delete_with(&jobs_ar, ns, j, Propagation::Foreground))
+        .collect();
+    let deletions = futures::stream::iter(pending)
         .buffer_unordered(16)
         .collect::<Vec<_>>()
         .await;
