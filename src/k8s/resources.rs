@@ -76,6 +76,17 @@ pub fn by_kind(kind: &str) -> Result<ApiResource> {
     }
 }
 
+/// A core/v1 kind nrl only reads (events, nodes), outside the managed kinds above.
+pub fn core_v1(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -351,13 +351,7 @@ impl Diagnosis {
 }
 
 fn core(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: String::new(),
-        version: "v1".into(),
-        api_version: "v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
+    crate::k8s::resources::core_v1(kind, plural)
 }
 
 fn resource_claims() -> ApiResource {
