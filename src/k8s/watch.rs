@@ -26,6 +26,14 @@ pub enum LabelledEvent {
     Deleted(Json),
 }
 
+/// What [`K8s::watch_with_health`] yields: a change, or word that the watch lost its
+/// connection and is re-establishing it (kube-runtime's watcher backs off and relists).
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    Event(LabelledEvent),
+    Retrying(String),
+}
+
 impl K8s {
     /// Watch every `ar` object in `ns` matching the label `selector`, through one watch.
     /// Yields `Err` (and then ends) only for errors that retrying cannot fix (401/403).
@@ -35,10 +43,28 @@ impl K8s {
         ns: &str,
         selector: &str,
     ) -> impl Stream<Item = Result<LabelledEvent>> + Send + 'static {
+        self.watch_with_health(ar, ns, selector).filter_map(|item| {
+            std::future::ready(match item {
+                Ok(WatchItem::Event(e)) => Some(Ok(e)),
+                Ok(WatchItem::Retrying(_)) => None,
+                Err(e) => Some(Err(e)),
+            })
+        })
+    }
+
+    /// [`K8s::watch_labelled`], also saying when the connection is lost (for a live view
+    /// that shows "reconnecting…"). An empty `selector` watches every object of `ns`.
+    pub fn watch_with_health(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        selector: &str,
+    ) -> impl Stream<Item = Result<WatchItem>> + Send + 'static {
         let api = self.api(ar, ns);
-        let cfg = watcher::Config::default()
-            .labels(selector)
-            .timeout(self.watch_timeout_secs());
+        let mut cfg = watcher::Config::default().timeout(self.watch_timeout_secs());
+        if !selector.is_empty() {
+            cfg = cfg.labels(selector);
+        }
         let plural = ar.plural.clone();
         let namespace = ns.to_string();
         let mut buffer: Vec<Json> = Vec::new();
@@ -58,15 +84,15 @@ impl K8s {
                             buffer.extend(serde_json::to_value(o).ok());
                             None
                         }
-                        Ok(Event::InitDone) => {
-                            Some(Ok(LabelledEvent::Reset(std::mem::take(&mut buffer))))
-                        }
+                        Ok(Event::InitDone) => Some(Ok(WatchItem::Event(LabelledEvent::Reset(
+                            std::mem::take(&mut buffer),
+                        )))),
                         Ok(Event::Apply(o)) => serde_json::to_value(o)
                             .ok()
-                            .map(|j| Ok(LabelledEvent::Applied(j))),
+                            .map(|j| Ok(WatchItem::Event(LabelledEvent::Applied(j)))),
                         Ok(Event::Delete(o)) => serde_json::to_value(o)
                             .ok()
-                            .map(|j| Ok(LabelledEvent::Deleted(j))),
+                            .map(|j| Ok(WatchItem::Event(LabelledEvent::Deleted(j)))),
                         Err(
                             watcher::Error::InitialListFailed(ke)
                             | watcher::Error::WatchStartFailed(ke)
@@ -86,7 +112,7 @@ impl K8s {
                             )))
                         }
                         // Transient: the watcher backs off and resumes (relisting if needed).
-                        Err(_) => None,
+                        Err(e) => Some(Ok(WatchItem::Retrying(e.to_string()))),
                     }
                 };
                 std::future::ready(out)
