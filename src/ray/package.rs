@@ -221,25 +221,52 @@ impl UploadSet {
     pub fn package_uri(&self) -> Result<String> {
         let mut acc = *b"00000000";
         xor_into(&mut acc, &Sha1::digest(b"."));
-        let mut buf = vec![0u8; 256 * 1024];
-        for (key, entry) in &self.entries {
-            let mut hasher = Sha1::new();
-            hasher.update(key.as_bytes());
-            match entry {
-                Entry::Dir => {}
-                Entry::Inline(bytes) => hasher.update(bytes),
-                Entry::File { source, .. } => {
-                    let mut file = fs::File::open(source).map_err(|e| read_error(source, &e))?;
-                    loop {
-                        let n = file.read(&mut buf).map_err(|e| read_error(source, &e))?;
-                        if n == 0 {
-                            break;
+        // The XOR does not depend on order, so entries are hashed on every core: each
+        // worker takes the next entry and folds its digests into an accumulator of its own.
+        let entries: Vec<(&String, &Entry)> = self.entries.iter().collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(entries.len().max(1));
+        let hash_some = || -> Result<[u8; 8]> {
+            let mut acc = [0u8; 8];
+            let mut buf = vec![0u8; 256 * 1024];
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((key, entry)) = entries.get(i) else {
+                    return Ok(acc);
+                };
+                let mut hasher = Sha1::new();
+                hasher.update(key.as_bytes());
+                match entry {
+                    Entry::Dir => {}
+                    Entry::Inline(bytes) => hasher.update(bytes),
+                    Entry::File { source, .. } => {
+                        let mut file =
+                            fs::File::open(source).map_err(|e| read_error(source, &e))?;
+                        loop {
+                            let n = file.read(&mut buf).map_err(|e| read_error(source, &e))?;
+                            if n == 0 {
+                                break;
+                            }
+                            hasher.update(&buf[..n]);
                         }
-                        hasher.update(&buf[..n]);
                     }
                 }
+                xor_into(&mut acc, &hasher.finalize());
             }
-            xor_into(&mut acc, &hasher.finalize());
+        };
+        let parts: Vec<Result<[u8; 8]>> = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(hash_some)).collect();
+            let mut parts = vec![hash_some()];
+            parts.extend(helpers.into_iter().map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Diag::new(CODE_PACKAGE, "a hashing thread panicked")))
+            }));
+            parts
+        });
+        for part in parts {
+            xor_into(&mut acc, &part?);
         }
         let hex: String = acc.iter().map(|b| format!("{b:02x}")).collect();
         Ok(format!("gcs://_ray_pkg_{hex}.zip"))
