@@ -8,3 +8,4 @@
 
 pub mod model;
 pub mod progress;
+pub mod ui;

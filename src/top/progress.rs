@@ -588,7 +588,7 @@ fn strip_ray_decorations(line: &str) -> &str {
 }
 
 /// A line without ANSI escape sequences (CSI colours, OSC 8 links); borrowed when it has none.
-fn strip_ansi(line: &str) -> Cow<'_, str> {
+pub(crate) fn strip_ansi(line: &str) -> Cow<'_, str> {
     if !line.contains('\x1b') {
         return Cow::Borrowed(line);
     }
