@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::pager::{Pager, PagerKey};
+use super::text;
 use crate::top::model::{Action, RunKind, RunRow, ScreenUpdate, TopView};
 
 /// What fills the screen.
@@ -100,9 +101,29 @@ impl App {
         self.view.runs.get(self.selected_index)
     }
 
-    /// The clock ages are counted from (the terminal loop sets it every second).
-    pub fn set_now(&mut self, now: jiff::Timestamp) {
-        self.now = Some(now);
+    /// The clock ages are counted from (the terminal loop sets it every second). Returns
+    /// whether an age on screen changed with it, i.e. whether a redraw shows anything new.
+    pub fn set_now(&mut self, now: jiff::Timestamp) -> bool {
+        let Some(before) = self.now.replace(now) else {
+            return true;
+        };
+        if matches!(self.mode, Mode::Pager(_)) {
+            return false;
+        }
+        let run_ages = self
+            .view
+            .runs
+            .iter()
+            .map(|r| (r.created.as_deref(), r.age.as_str()));
+        let event_ages = self
+            .view
+            .selected
+            .iter()
+            .flat_map(|d| d.events.iter())
+            .map(|e| (e.last_seen.as_deref(), e.age.as_str()));
+        run_ages.chain(event_ages).any(|(since, fallback)| {
+            text::age(since, fallback, Some(before)) != text::age(since, fallback, Some(now))
+        })
     }
 
     /// The terminal's size (for the pager's page keys; drawing uses the frame's).

@@ -1,5 +1,6 @@
 //! The full-screen loop: raw mode and the alternate screen for as long as it runs, a
-//! redraw on each update, key, resize and second (ages), and nothing in between.
+//! redraw on each update, key and resize, and each second an age on screen changes;
+//! nothing in between.
 
 use std::io::{self, Stdout, Write};
 use std::panic::{self, PanicHookInfo};
@@ -50,12 +51,15 @@ pub async fn run_terminal(
     let size = terminal.size()?;
     app.set_size(size.width, size.height);
     app.set_now(jiff::Timestamp::now());
+    terminal.clear()?;
+    blocking(|| terminal.draw(|frame| draw(frame, &app)).map(drop))?;
 
     let mut keys = EventStream::new();
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick fires at once; the screen is already drawn.
+    clock.tick().await;
     let mut updates_open = true;
-    // The first tick fires at once: the first draw.
     loop {
         let action = tokio::select! {
             update = updates.recv(), if updates_open => match update {
@@ -85,8 +89,11 @@ pub async fn run_terminal(
                 // No more input (stdin closed): nothing can be asked of the screen.
                 None => Some(Action::Quit),
             },
+            // Ages are the only thing that moves with the clock: no redraw unless one did.
             _ = clock.tick() => {
-                app.set_now(jiff::Timestamp::now());
+                if !app.set_now(jiff::Timestamp::now()) {
+                    continue;
+                }
                 None
             }
         };

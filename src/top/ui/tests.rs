@@ -623,3 +623,23 @@ fn control_characters_from_the_cluster_do_not_reach_the_terminal() {
     assert!(text.contains("Running\\e[2J"), "{text}");
     assert!(text.contains("boom"), "{text}");
 }
+
+#[test]
+fn the_clock_asks_for_a_redraw_only_when_an_age_on_screen_changes() {
+    let mut view = views::running();
+    view.runs[0].created = Some("2026-01-01T00:00:00Z".into());
+    let mut app = app_with(view);
+    let at = |s: &str| s.parse::<jiff::Timestamp>().expect("time");
+    assert!(app.set_now(at("2026-01-01T00:10:00Z")));
+    // 10m either way.
+    assert!(!app.set_now(at("2026-01-01T00:10:30Z")));
+    assert!(app.set_now(at("2026-01-01T00:11:00Z")));
+    let text = screen(&app, 120, 36);
+    assert!(
+        text.contains("alice-grpo RayJob     alice Running/RUNNING    11m"),
+        "{text}"
+    );
+    // The pager shows no ages.
+    press(&mut app, "l");
+    assert!(!app.set_now(at("2026-01-01T00:12:00Z")));
+}
