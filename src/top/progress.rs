@@ -271,7 +271,7 @@ fn parse_override(spec: &str) -> Result<(ProgressField, Regex), String> {
 }
 
 /// Reads [`Progress`] from log lines fed one at a time.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ProgressParser {
     patterns: ProgressPatterns,
     /// One reusable set of capture slots per field, so matching allocates nothing.

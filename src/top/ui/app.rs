@@ -42,6 +42,8 @@ pub struct Notice {
 #[derive(Debug, Clone)]
 pub struct App {
     view: TopView,
+    /// Whether a view arrived yet (until then the screen says it is connecting).
+    has_view: bool,
     /// The selected run, by identity: rows move as runs come and go.
     selected: Option<(String, RunKind)>,
     /// Its row in `view.runs`.
@@ -61,6 +63,7 @@ impl App {
     pub fn new(color: bool) -> App {
         App {
             view: TopView::default(),
+            has_view: false,
             selected: None,
             selected_index: 0,
             mode: Mode::Main,
@@ -73,6 +76,11 @@ impl App {
 
     pub fn view(&self) -> &TopView {
         &self.view
+    }
+
+    /// Whether the session sent a view yet.
+    pub fn has_view(&self) -> bool {
+        self.has_view
     }
 
     pub fn mode(&self) -> &Mode {
@@ -142,6 +150,7 @@ impl App {
         match update {
             ScreenUpdate::View(view) => {
                 self.view = *view;
+                self.has_view = true;
                 self.reselect()
             }
             ScreenUpdate::FullLog { name, lines } => {
@@ -259,9 +268,8 @@ impl App {
                 let i = self.selected_index.checked_sub(1)?;
                 self.select(i)
             }
-            KeyCode::Down | KeyCode::Char('j') => {
-                let i = self.selected_index + 1;
-                (Some(i) <= last).then(|| self.select(i))?
+            KeyCode::Down | KeyCode::Char('j') if last.is_some_and(|l| self.selected_index < l) => {
+                self.select(self.selected_index + 1)
             }
             KeyCode::Home | KeyCode::Char('g') if self.selected_index != 0 => self.select(0),
             KeyCode::End | KeyCode::Char('G') if last.is_some_and(|l| l != self.selected_index) => {

@@ -104,6 +104,14 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let theme = Theme { color: app.color() };
     match app.mode() {
         Mode::Pager(pager) => draw_pager(frame, area, pager, theme),
+        // Until the first view (a help or a notice may already be up).
+        _ if !app.has_view() => {
+            let waiting = Line::from(vec![
+                Span::styled("nrl top", theme.title()),
+                Span::raw("  connecting to the cluster…"),
+            ]);
+            frame.render_widget(Paragraph::new(waiting), area);
+        }
         Mode::Main | Mode::Help | Mode::Confirm(_) => draw_main(frame, area, app, theme),
     }
     match app.mode() {

@@ -51,7 +51,7 @@ pub async fn run_terminal(
     let size = terminal.size()?;
     app.set_size(size.width, size.height);
     app.set_now(jiff::Timestamp::now());
-    terminal.clear()?;
+    blocking(|| terminal.clear())?;
     blocking(|| terminal.draw(|frame| draw(frame, &app)).map(drop))?;
 
     let mut keys = EventStream::new();

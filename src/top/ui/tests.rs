@@ -319,6 +319,22 @@ fn e_help() {
 }
 
 #[test]
+fn before_the_first_view_the_screen_says_it_is_connecting() {
+    let mut app = App::new(false);
+    assert_eq!(
+        screen(&app, 60, 15).lines().next(),
+        Some("nrl top  connecting to the cluster…")
+    );
+    // A failure to connect arrives as a notice, and shows.
+    app.on_update(ScreenUpdate::Notice {
+        title: "cannot watch team-a".into(),
+        body: "pods is forbidden".into(),
+        error: true,
+    });
+    assert!(screen(&app, 60, 15).contains("pods is forbidden"));
+}
+
+#[test]
 fn f_too_small() {
     let app = app_with(views::running());
     insta::assert_snapshot!(screen(&app, 59, 14));
