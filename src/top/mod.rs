@@ -7,3 +7,5 @@
 //! UI, `nrl top --once`, `-o json` and `top::snapshot()` all show that one value.
 
 pub mod model;
+pub mod progress;
+pub mod ui;
