@@ -51,7 +51,10 @@ pub async fn run_terminal(
     let size = terminal.size()?;
     app.set_size(size.width, size.height);
     app.set_now(jiff::Timestamp::now());
-    blocking(|| terminal.clear())?;
+    // Cleared by the escape sequence itself: ratatui's `clear()` first asks the terminal
+    // where the cursor is (CSI 6n), which some terminals (and pipes posing as one) never
+    // answer, and the screen would then fail to start.
+    blocking(|| execute!(io::stdout(), terminal::Clear(terminal::ClearType::All)))?;
     blocking(|| terminal.draw(|frame| draw(frame, &app)).map(drop))?;
 
     let mut keys = EventStream::new();
