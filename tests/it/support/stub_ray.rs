@@ -11,8 +11,29 @@ use serde_json::{Value, json};
 #[derive(Default)]
 pub struct Jobs {
     pub jobs: Vec<Value>,
+    /// Driver logs by submission id (default: `log of <id>\nline 2\n`).
+    pub logs: std::collections::HashMap<String, String>,
     pub submitted: Vec<Value>,
     pub stopped: Vec<String>,
+}
+
+/// The node id of jobs with a log (`set_log`).
+const STUB_NODE: &str = "stub-node";
+
+/// The driver log of the job whose log file a log API query names
+/// (`filename=job-driver-<id>.log` on `STUB_NODE`).
+fn file_of(
+    state: &Mutex<Jobs>,
+    query: &std::collections::HashMap<String, String>,
+) -> Option<String> {
+    if query.get("node_id").map(String::as_str) != Some(STUB_NODE) {
+        return None;
+    }
+    let id = query
+        .get("filename")?
+        .strip_prefix("job-driver-")?
+        .strip_suffix(".log")?;
+    state.lock().unwrap().logs.get(id).cloned()
 }
 
 pub struct StubRay {
@@ -32,6 +53,19 @@ impl StubRay {
             "start_time": start_time, "entrypoint": "python -c 'print(1)'"}));
     }
 
+    /// The driver log of job `id`: `GET /api/jobs/{id}/logs` answers it, and the job
+    /// gets a driver node, whose log file the log API serves (`/api/v0/logs/file`, and
+    /// `/api/v0/logs/stream`, which then stays open as a followed file does).
+    pub fn set_log(&self, id: &str, text: &str) {
+        let mut g = self.state.lock().unwrap();
+        g.logs.insert(id.to_string(), text.to_string());
+        for j in g.jobs.iter_mut() {
+            if j["submission_id"] == id {
+                j["driver_node_id"] = json!(STUB_NODE);
+            }
+        }
+    }
+
     pub fn submitted(&self) -> Vec<Value> {
         self.state.lock().unwrap().submitted.clone()
     }
@@ -46,7 +80,17 @@ impl StubRay {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let (s1, s2, s3, s4, s5) = (st.clone(), st.clone(), st.clone(), st.clone(), st);
+                let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+                    st.clone(),
+                    st.clone(),
+                    st.clone(),
+                    st.clone(),
+                    st.clone(),
+                    st.clone(),
+                    st.clone(),
+                    st,
+                );
+                type Query = axum::extract::Query<std::collections::HashMap<String, String>>;
                 let app = axum::Router::new()
                     .route(
                         "/api/version",
@@ -96,8 +140,53 @@ impl StubRay {
                     )
                     .route(
                         "/api/jobs/{id}/logs",
-                        get(|Path(id): Path<String>| async move {
-                            axum::Json(json!({"logs": format!("log of {id}\nline 2\n")}))
+                        get(move |Path(id): Path<String>| {
+                            let s = s6.clone();
+                            async move {
+                                let logs = s.lock().unwrap().logs.get(&id).cloned();
+                                let logs = logs.unwrap_or_else(|| format!("log of {id}\nline 2\n"));
+                                axum::Json(json!({ "logs": logs }))
+                            }
+                        }),
+                    )
+                    .route(
+                        "/api/v0/logs/file",
+                        get(move |query: Query| {
+                            let s = s7.clone();
+                            async move {
+                                match file_of(&s, &query) {
+                                    Some(text) => (axum::http::StatusCode::OK, text),
+                                    None => (
+                                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                                        "no such file".into(),
+                                    ),
+                                }
+                            }
+                        }),
+                    )
+                    .route(
+                        "/api/v0/logs/stream",
+                        get(move |query: Query| {
+                            let s = s8.clone();
+                            async move {
+                                use axum::response::IntoResponse;
+                                use futures::StreamExt;
+                                match file_of(&s, &query) {
+                                    Some(text) => {
+                                        let first = futures::stream::once(async move {
+                                            Ok::<_, std::convert::Infallible>(text)
+                                        });
+                                        // A followed file: the answer stays open.
+                                        let body = first.chain(futures::stream::pending());
+                                        axum::body::Body::from_stream(body).into_response()
+                                    }
+                                    None => (
+                                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                                        "no such file",
+                                    )
+                                        .into_response(),
+                                }
+                            }
                         }),
                     )
                     .route(

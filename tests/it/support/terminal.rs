@@ -74,6 +74,17 @@ impl Terminal {
         self.send(text.as_bytes()).send(ENTER)
     }
 
+    /// The program's process id (benches/top_idle reads its CPU time).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything the program wrote so far, escape sequences included.
+    pub fn raw(&self) -> Vec<u8> {
+        self.output.lock().unwrap().clone()
+    }
+
     /// Everything shown so far, without escape sequences.
     pub fn screen(&self) -> String {
         strip_escapes(&String::from_utf8_lossy(&self.output.lock().unwrap()))
