@@ -6,6 +6,11 @@
 //! resource kind (nothing is polled) and the driver log's stream. The full-screen terminal
 //! UI, `nrl top --once`, `-o json` and `top::snapshot()` all show that one value.
 
+pub mod actions;
 pub mod model;
 pub mod progress;
+pub mod screen;
+pub mod session;
+pub mod sources;
+pub mod state;
 pub mod ui;
