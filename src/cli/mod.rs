@@ -25,6 +25,7 @@ pub mod runs;
 pub mod schema;
 pub mod script;
 pub mod status;
+pub mod top;
 pub mod value_parsers;
 
 /// The widest help text gets: wider terminals leave the lines at this length, so
@@ -65,6 +66,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Every recorded run, newest first: where, status (refreshed), age, W&B URL.
     Runs(runs::RunsArgs),
+    /// A live view of your runs: state, pods, events, driver log and training progress.
+    Top(top::TopArgs),
     /// Run the launch checklist for a run (objects, job status, W&B, generation, teardown).
     Verify(job_runs::VerifyArgs),
     /// Your personal CPU pod in the cluster: secrets, connect, stop.
@@ -150,6 +153,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Job(args) => job::run(args),
         Command::Run(args) => run::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Top(args) => top::run(args),
         Command::Verify(args) => job_runs::run_verify(args),
         Command::Dev(args) => dev::run(args),
         Command::Script(args) => script::run(args),

@@ -55,3 +55,4 @@ mod script_run;
 mod script_stdlib;
 mod script_test_runner;
 mod script_util;
+mod top;

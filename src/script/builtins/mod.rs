@@ -30,6 +30,7 @@ pub mod run;
 pub mod sim;
 pub mod stream;
 pub mod testing;
+pub mod top;
 pub mod util;
 
 /// One built-in module.
@@ -139,6 +140,12 @@ pub const BUILTINS: &[Builtin] = &[
         about: "NeMo Gym benchmark runs as Kubernetes Jobs: load, submit, attach, status, wait, logs, cancel",
         global: false,
         build: || exported_module!(gym::gym_module),
+    },
+    Builtin {
+        name: "top",
+        about: "what `nrl top` shows, as data: your runs, the selected run's pods, events, log and training progress",
+        global: false,
+        build: || exported_module!(top::top_module),
     },
 ];
 
