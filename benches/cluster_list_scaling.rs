@@ -1,7 +1,8 @@
-//! How `nrl cluster list` grows with the namespace: 10, 100 and 1,000 RayClusters, each
-//! with a head and two worker pods, on the fake API server. Prints one line per size:
-//! wall time of the nrl process, its peak RSS, and the API requests it made by verb, so
-//! a per-object GET (or a list per cluster) shows as a count that grows.
+//! How the commands that read a namespace grow with it (`nrl cluster list`, `nrl status`
+//! of one recipe, `nrl top --once`): 10, 100 and 1,000 RayClusters, each with a head and
+//! two worker pods, on the fake API server. Prints one line per size and command: wall
+//! time of the nrl process, its peak RSS, and the API requests it made by verb, so a
+//! per-object GET (or a list per cluster) shows as a count that grows.
 //!
 //! `cargo bench --profile release --bench cluster_list_scaling`; under `cargo test` it
 //! runs the smallest size once (a smoke test that still checks the request count).
@@ -54,10 +55,11 @@ fn seed(fake: &FakeK8s, clusters: usize) {
 
 // The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
 #[allow(clippy::zombie_processes)]
-fn list_once(fake: &FakeK8s, home: &std::path::Path) -> (f64, i64) {
+fn run_once(fake: &FakeK8s, home: &std::path::Path, args: &[&str]) -> (f64, i64) {
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_nrl"))
-        .args(["cluster", "list"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .envs(fake.env())
         .env("HOME", home)
         .env("NRL_USER", "alice")
@@ -75,7 +77,7 @@ fn list_once(fake: &FakeK8s, home: &std::path::Path) -> (f64, i64) {
     assert_eq!(waited, pid, "wait4 failed");
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "nrl cluster list failed"
+        "nrl {args:?} failed"
     );
     (wall, usage.ru_maxrss)
 }
@@ -89,37 +91,58 @@ fn main() {
     };
     let home = tempfile::tempdir().expect("tempdir");
     println!("cluster_list_scaling: RayClusters, median [min..max] ms, peak RSS, requests by verb");
+    // The commands that read a namespace: the cluster table, one recipe's status (its
+    // roles' clusters among all the others), and the live view's one-shot form.
+    let commands: [(&str, &[&str]); 3] = [
+        ("cluster list", &["cluster", "list"]),
+        (
+            "status",
+            &[
+                "status",
+                "examples/quickstart/recipe.yaml",
+                "--infra",
+                "examples/quickstart/infra.yaml",
+                "-n",
+                "default",
+            ],
+        ),
+        ("top --once", &["top", "--once", "--all-users"]),
+    ];
     for &n in sizes {
         let fake = FakeK8s::start();
         seed(&fake, n);
-        let mut walls = Vec::new();
-        let mut rss = 0;
-        fake.clear_request_log();
-        for _ in 0..runs {
-            let (wall, r) = list_once(&fake, home.path());
-            walls.push(wall);
-            rss = rss.max(r);
+        for (what, args) in &commands {
+            let mut walls = Vec::new();
+            let mut rss = 0;
+            fake.clear_request_log();
+            for _ in 0..runs {
+                let (wall, r) = run_once(&fake, home.path(), args);
+                walls.push(wall);
+                rss = rss.max(r);
+            }
+            let log = fake.request_log();
+            let per_run = |verb: &str| {
+                log.iter()
+                    .filter(|r| r.verb == verb && r.resource.is_some())
+                    .count()
+                    / runs
+            };
+            let (lists, gets) = (per_run("list"), per_run("get"));
+            walls.sort_by(f64::total_cmp);
+            println!(
+                "  {n:>5} clusters  {what:<12}  {:>7.1} ms [{:.1}..{:.1}]  {:>6.1} MiB  {lists} lists, {gets} gets per run",
+                walls[walls.len() / 2],
+                walls[0],
+                walls[walls.len() - 1],
+                rss as f64 / 1024.0,
+            );
+            // Constant requests, whatever the namespace holds: a growing count is a defect.
+            // (`top --once` also opens the selected run's dashboard for its log: the head's
+            // pods and Service, and the port-forward's endpoints.)
+            assert!(
+                lists <= 8 && gets <= 3,
+                "{what} made {lists} lists and {gets} gets for {n} clusters"
+            );
         }
-        let log = fake.request_log();
-        let per_run = |verb: &str| {
-            log.iter()
-                .filter(|r| r.verb == verb && r.resource.is_some())
-                .count()
-                / runs
-        };
-        let (lists, gets) = (per_run("list"), per_run("get"));
-        walls.sort_by(f64::total_cmp);
-        println!(
-            "  {n:>5} clusters  {:>7.1} ms [{:.1}..{:.1}]  {:>6.1} MiB  {lists} lists, {gets} gets per run",
-            walls[walls.len() / 2],
-            walls[0],
-            walls[walls.len() - 1],
-            rss as f64 / 1024.0,
-        );
-        // Constant requests, whatever the namespace holds: a growing count is a defect.
-        assert!(
-            lists <= 4 && gets <= 2,
-            "cluster list made {lists} lists and {gets} gets for {n} clusters"
-        );
     }
 }

@@ -1,7 +1,8 @@
 //! `nrl gym submit` of 500 benchmarks against the fake API server, watched to completion:
 //! the real binary as a child process, so its wall time and peak RSS are nrl's alone (the
 //! fake server runs in this process). Targets (DESIGN §6): within 5 s, one watch per run,
-//! peak RSS under 100 MB.
+//! peak RSS under 100 MB. Before the measurements, one probe each of 50, 500 and 5,000
+//! benchmarks prints how the cost grows (time, CPU per Job, memory, requests).
 //!
 //! `cargo bench --profile dev --bench gym_submit` (or `--profile release`). Before the
 //! measurements it prints one run's numbers: wall time and where it went (nrl's first
@@ -44,6 +45,11 @@ fn benchmarks() -> usize {
 }
 
 fn config(dir: &Path) -> std::path::PathBuf {
+    config_of(dir, benchmarks())
+}
+
+/// A config with `n` benchmarks.
+fn config_of(dir: &Path, n: usize) -> std::path::PathBuf {
     let mut text = String::from(
         "services:
   policy:
@@ -60,13 +66,13 @@ driver:
   benchmarks:
 ",
     );
-    for i in 0..benchmarks() {
+    for i in 0..n {
         text.push_str(&format!(
-            "    bench{i:03}: {{run: {{split: test, shard: {i}}}}}\n"
+            "    bench{i:04}: {{run: {{split: test, shard: {i}}}}}\n"
         ));
     }
     text.push_str("job: {output_path: /mnt/gym-output}\notel: {enabled: false}\n");
-    let path = dir.join("gym500.yaml");
+    let path = dir.join(format!("gym{n}.yaml"));
     std::fs::write(&path, text).expect("write config");
     path
 }
@@ -157,11 +163,14 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 
-fn main() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = config(dir.path());
+/// One submit of `n` benchmarks on a fresh fake, described in one line: wall time and
+/// where it went, nrl's CPU and peak RSS, and the requests by kind (the cost per Job must
+/// stay one apply, with one list and one watch for the run).
+fn probe(dir: &Path, n: usize) {
+    let cfg = config_of(dir, n);
     let fake = fake();
-    let u = submit_once(&fake, &cfg, dir.path(), "gym-bench-probe");
+    let run = format!("gym-bench-probe-{n}");
+    let u = submit_once(&fake, &cfg, dir, &run);
     let log = fake.request_log();
     let job_watches = log
         .iter()
@@ -191,24 +200,36 @@ fn main() {
             "batch/v1",
             "Job",
             Some("evals"),
-            "gym-job-id=gym-bench-probe",
+            &format!("gym-job-id={run}"),
         )
         .iter()
         .filter(|j| j.pointer("/status/succeeded").and_then(|v| v.as_i64()) == Some(1))
         .count();
     eprintln!(
-        "{} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (first request at {first:.2?}, \
-         last apply at {last_apply:.2?}, watch from {watch_from:.2?}; nrl CPU {:.2?}), peak RSS {:.1} MiB, \
-         {job_watches} watch(es) on Jobs ({watches} in all), {applies} applies, {lists} lists, {} requests, \
-         {writes} writes in the fake",
-        benchmarks(),
+        "{n} benchmarks: exit {}, {done} Jobs succeeded, wall {:.2?} (first request at {first:.2?}, \
+         last apply at {last_apply:.2?}, watch from {watch_from:.2?}; nrl CPU {:.2?}, {:.2?} per Job), \
+         peak RSS {:.1} MiB, {job_watches} watch(es) on Jobs ({watches} in all), {applies} applies, \
+         {lists} lists, {} requests, {writes} writes in the fake",
         u.exit,
         u.wall,
         u.cpu,
+        u.cpu / n as u32,
         u.peak_rss_kib as f64 / 1024.0,
         log.len()
     );
-    drop(fake);
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // How the cost grows: 50, 500 and 5,000 benchmarks (the smoke size under cargo test).
+    let sizes: &[usize] = if std::env::args().any(|a| a == "--bench") {
+        &[50, 500, 5000]
+    } else {
+        &[benchmarks()]
+    };
+    for &n in sizes {
+        probe(dir.path(), n);
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }
