@@ -63,7 +63,8 @@ pub struct TopArgs {
     /// Output format of the one-shot view.
     #[arg(short, long, value_enum, default_value = "table")]
     pub output: Output,
-    /// Log lines shown for the selected run.
+    /// Log lines of the selected run in the one-shot view (the screen shows as many as
+    /// fit).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub tail: usize,
     /// A progress pattern, NAME=REGEX (repeatable): its first group is the value (`N/M`

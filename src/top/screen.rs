@@ -8,8 +8,16 @@ use super::ui::{UiOptions, run_terminal};
 use crate::diag::{Diag, Result};
 use crate::k8s::K8s;
 
+/// Log lines a view carries to the screen: more than any terminal is tall, so the log panel
+/// is always full (the pager asks for the whole kept log).
+const SCREEN_TAIL: usize = 500;
+
 /// Show the live view on this terminal until the user quits.
 pub async fn run(k8s: &K8s, opts: &TopOptions, me: &str) -> Result<()> {
+    let opts = &TopOptions {
+        tail: SCREEN_TAIL,
+        ..opts.clone()
+    };
     let (updates_tx, updates_rx) = mpsc::channel(64);
     let (actions_tx, actions_rx) = mpsc::channel(16);
     let ui_options = UiOptions {

@@ -298,3 +298,53 @@ fn everyone_s_runs_and_gym_runs_grouped_by_run_id() {
     );
     assert_eq!(view.user, None);
 }
+
+/// The scenario end to end, from watch events to the screen: the RayJob initializing with
+/// its worker unschedulable, then running with its log's progress, drawn as `nrl top`
+/// draws it (colours off).
+#[test]
+fn the_scenario_on_screen() {
+    use crate::top::model::ScreenUpdate;
+    use crate::top::ui::App;
+    use crate::top::ui::tests::screen;
+
+    let mut s = initializing();
+    s.select("alice-grpo");
+    let mut app = App::new(false);
+    app.set_now(now());
+    app.set_size(120, 40);
+    app.on_update(ScreenUpdate::View(Box::new(s.view(now()))));
+    insta::assert_snapshot!("screen_initializing", screen(&app, 120, 40));
+
+    s.apply(
+        Watched::RayJobs,
+        LabelledEvent::Applied(rayjob("alice-grpo", "alice", "Running", Some("RUNNING"))),
+    );
+    s.apply(
+        Watched::RayPods,
+        LabelledEvent::Applied(pod(
+            "alice-grpo-raycluster-x1-gpu-worker-a",
+            "alice-grpo-raycluster-x1",
+            "worker",
+            "gpu",
+            "Running",
+        )),
+    );
+    s.log_source(
+        "alice-grpo",
+        Some("driver log of alice-grpo-sub".into()),
+        None,
+    );
+    for step in 1..=3 {
+        s.log_text(
+            "alice-grpo",
+            &format!(
+                "========================= Step {step}/10 =========================\n\
+                 📊 Training Results:\n  • Loss: -0.01{step}\n  • Avg Reward: 0.4{step}\n\
+                 ⏱️  Timing:\n  • Total step time: 4{step}.50s\n"
+            ),
+        );
+    }
+    app.on_update(ScreenUpdate::View(Box::new(s.view(now()))));
+    insta::assert_snapshot!("screen_running", screen(&app, 120, 40));
+}

@@ -17,4 +17,4 @@ pub use pager::Pager;
 pub use terminal::{UiOptions, run_terminal};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

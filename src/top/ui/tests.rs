@@ -222,7 +222,8 @@ mod views {
 }
 
 /// The screen as plain text lines, trailing spaces trimmed.
-fn screen(app: &App, width: u16, height: u16) -> String {
+/// The screen `app` draws on a `width`×`height` terminal, as plain text lines.
+pub(crate) fn screen(app: &App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
     terminal.draw(|frame| draw(frame, app)).expect("draw");
     let buffer = terminal.backend().buffer();
