@@ -5,7 +5,9 @@
 //! `cargo bench --profile release --bench check_process` (the dev profile's binary is
 //! unoptimised; its numbers are not the target's).
 //!
-//! Before the measurements it prints one run's peak RSS and page faults.
+//! Before the measurements it prints one run's peak RSS and page faults, and, when
+//! `NRL_REF_BIN` names an installed `nrl-k8s` (the Python reference), both tools' times
+//! on the same pair side by side and the ratio.
 //!
 //! Measured (the two release binaries side by side: 300 interleaved runs each of this
 //! bench's command, wall time and `wait4` peak RSS, on the 2-core VM with two fuzzers
@@ -92,7 +94,45 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 
+/// With `NRL_REF_BIN` naming an installed `nrl-k8s` (the Python reference), the same
+/// command through it and through nrl, alternately, `runs` times each: medians, spreads
+/// and the ratio.
+fn against_reference(runs: usize) {
+    let Some(reference) = std::env::var_os("NRL_REF_BIN").filter(|v| !v.is_empty()) else {
+        return;
+    };
+    let args = args();
+    let time = |mut c: Command| {
+        let started = Instant::now();
+        let status = c.status().expect("run");
+        assert!(status.success(), "{c:?} failed");
+        started.elapsed().as_secs_f64() * 1e3
+    };
+    let (mut nrl, mut peer) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        nrl.push(time(command(&args)));
+        let mut c = Command::new(&reference);
+        c.args(&args)
+            .env("NRL_K8S_USER", "alice")
+            .env("HOME", "/nonexistent/nrl-bench")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        peer.push(time(c));
+    }
+    let summary = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    let (n, n0, n1) = summary(&mut nrl);
+    let (p, p0, p1) = summary(&mut peer);
+    eprintln!(
+        "check --manifests-only, {runs} runs each: nrl {n:.1} ms [{n0:.1}..{n1:.1}], nrl-k8s {p:.0} ms [{p0:.0}..{p1:.0}]: {:.0}x",
+        p / n
+    );
+}
+
 fn main() {
+    against_reference(5);
     let (rss_kib, faults) = probe(&args());
     eprintln!(
         "nrl check --manifests-only: peak RSS {:.1} MiB, {faults} minor page faults",
