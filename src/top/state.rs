@@ -101,6 +101,16 @@ impl RunLog {
     }
 }
 
+/// Lookups built once per view (see [`TopState::index`]).
+#[derive(Default)]
+struct Index<'a> {
+    pods_by_cluster: HashMap<&'a str, Vec<&'a Json>>,
+    gym_pods_by_run: HashMap<&'a str, Vec<&'a Json>>,
+    gym_jobs_by_run: BTreeMap<&'a str, Vec<&'a Json>>,
+    clusters_by_origin: HashMap<&'a str, Vec<&'a str>>,
+    events_by_object: HashMap<(&'a str, &'a str), Vec<&'a Json>>,
+}
+
 /// The objects seen, the logs read, and what is selected.
 #[derive(Debug)]
 pub struct TopState {
@@ -234,6 +244,10 @@ impl TopState {
     }
 
     fn rows(&self, now: jiff::Timestamp) -> Vec<RunRow> {
+        self.rows_with(&self.index(), now)
+    }
+
+    fn rows_with(&self, ix: &Index<'_>, now: jiff::Timestamp) -> Vec<RunRow> {
         let mut rows = Vec::new();
         for job in self.all(Watched::RayJobs).filter(|o| self.mine(o)) {
             let name = name_of(job);
@@ -247,13 +261,13 @@ impl TopState {
                 status.deployment.as_deref(),
                 Some("Failed" | "ValidationFailed")
             ) || status.job.as_deref() == Some("FAILED");
-            let clusters = self.clusters_of_rayjob(job);
+            let clusters = self.clusters_of_rayjob(ix, job);
             rows.push(self.row(
                 job,
                 RunKind::RayJob,
                 state,
                 status.is_terminal(),
-                failed || self.troubled(RunKind::RayJob, &name, &clusters),
+                failed || self.troubled(ix, RunKind::RayJob, &name, &clusters),
                 now,
             ));
         }
@@ -274,11 +288,12 @@ impl TopState {
                 RunKind::RayCluster,
                 state,
                 false,
-                failed || self.troubled(RunKind::RayCluster, &name, std::slice::from_ref(&name)),
+                failed
+                    || self.troubled(ix, RunKind::RayCluster, &name, std::slice::from_ref(&name)),
                 now,
             ));
         }
-        for (run, jobs) in self.gym_runs() {
+        for (run, jobs) in self.gym_runs(ix) {
             let first = jobs[0];
             let (state, finished, failed) = gym_state(&jobs);
             let mut row = self.row(
@@ -286,7 +301,7 @@ impl TopState {
                 RunKind::GymRun,
                 state,
                 finished,
-                failed || self.troubled(RunKind::GymRun, &run, &[]),
+                failed || self.troubled(ix, RunKind::GymRun, &run, &[]),
                 now,
             );
             row.name = run;
@@ -336,37 +351,74 @@ impl TopState {
         }
     }
 
-    /// Gym runs of the user: run id -> its Jobs (by name).
-    fn gym_runs(&self) -> BTreeMap<String, Vec<&Json>> {
-        let mut runs: BTreeMap<String, Vec<&Json>> = BTreeMap::new();
-        for job in self.all(Watched::GymJobs).filter(|o| self.mine(o)) {
-            if let Some(run) = label(job, GYM_RUN_LABEL) {
-                runs.entry(run.to_string()).or_default().push(job);
+    /// The objects grouped the ways a view looks them up, built once per view, so a view
+    /// costs time linear in the objects (not runs × pods × events).
+    fn index(&self) -> Index<'_> {
+        let mut ix = Index::default();
+        for p in self.all(Watched::RayPods) {
+            if let Some(c) = label(p, "ray.io/cluster") {
+                ix.pods_by_cluster.entry(c).or_default().push(p);
             }
         }
-        runs
+        for p in self.all(Watched::GymPods) {
+            if let Some(run) = label(p, GYM_RUN_LABEL) {
+                ix.gym_pods_by_run.entry(run).or_default().push(p);
+            }
+        }
+        for j in self.all(Watched::GymJobs) {
+            if let Some(run) = label(j, GYM_RUN_LABEL) {
+                ix.gym_jobs_by_run.entry(run).or_default().push(j);
+            }
+        }
+        for rc in self.all(Watched::RayClusters) {
+            if let (Some(origin), Some(name)) =
+                (label(rc, ORIGIN_LABEL), str_at(rc, "/metadata/name"))
+            {
+                ix.clusters_by_origin.entry(origin).or_default().push(name);
+            }
+        }
+        for e in self.all(Watched::Events) {
+            let kind = str_at(e, "/involvedObject/kind").unwrap_or("");
+            let name = str_at(e, "/involvedObject/name").unwrap_or("");
+            ix.events_by_object.entry((kind, name)).or_default().push(e);
+        }
+        ix
+    }
+
+    /// Gym runs of the user: run id -> its Jobs (by name).
+    fn gym_runs<'a>(&self, ix: &Index<'a>) -> BTreeMap<String, Vec<&'a Json>> {
+        ix.gym_jobs_by_run
+            .iter()
+            .filter_map(|(run, jobs)| {
+                let mine: Vec<&Json> = jobs.iter().copied().filter(|j| self.mine(j)).collect();
+                (!mine.is_empty()).then(|| (run.to_string(), mine))
+            })
+            .collect()
     }
 
     /// The RayClusters a RayJob made: `status.rayClusterName`, and any cluster labelled
     /// as originating from it.
-    fn clusters_of_rayjob(&self, job: &Json) -> Vec<String> {
+    fn clusters_of_rayjob(&self, ix: &Index<'_>, job: &Json) -> Vec<String> {
         let name = name_of(job);
         let mut out: BTreeSet<String> = BTreeSet::new();
         if let Some(c) = RayJobStatus::of(job).cluster {
             out.insert(c);
         }
-        for rc in self.all(Watched::RayClusters) {
-            if label(rc, ORIGIN_LABEL) == Some(name.as_str()) {
-                out.insert(name_of(rc));
-            }
+        for c in ix
+            .clusters_by_origin
+            .get(name.as_str())
+            .into_iter()
+            .flatten()
+        {
+            out.insert(c.to_string());
         }
         out.into_iter().collect()
     }
 
     /// Whether a run's pods or events say something is wrong (a pod not running for a
     /// reason, a warning event).
-    fn troubled(&self, kind: RunKind, run: &str, clusters: &[String]) -> bool {
-        let pods = self.pods_of(kind, run, clusters);
+    fn troubled(&self, ix: &Index<'_>, kind: RunKind, run: &str, clusters: &[String]) -> bool {
+        let pods = self.pods_of(ix, kind, run, clusters);
         let bad_pod = pods.iter().any(|p| {
             let info = PodInfo::of(p);
             matches!(info.phase.as_str(), "Failed")
@@ -377,34 +429,37 @@ impl TopState {
         });
         bad_pod
             || self
-                .events_of(kind, run, clusters, &pods)
+                .events_of(ix, kind, run, clusters, &pods)
                 .iter()
                 .any(|e| str_at(e, "/type") == Some("Warning"))
     }
 
-    fn pods_of(&self, kind: RunKind, run: &str, clusters: &[String]) -> Vec<&Json> {
+    fn pods_of<'a>(
+        &self,
+        ix: &Index<'a>,
+        kind: RunKind,
+        run: &str,
+        clusters: &[String],
+    ) -> Vec<&'a Json> {
         match kind {
-            RunKind::GymRun => self
-                .all(Watched::GymPods)
-                .filter(|p| label(p, GYM_RUN_LABEL) == Some(run))
-                .collect(),
-            _ => self
-                .all(Watched::RayPods)
-                .filter(|p| {
-                    label(p, "ray.io/cluster").is_some_and(|c| clusters.iter().any(|x| x == c))
-                })
+            RunKind::GymRun => ix.gym_pods_by_run.get(run).cloned().unwrap_or_default(),
+            _ => clusters
+                .iter()
+                .flat_map(|c| ix.pods_by_cluster.get(c.as_str()).into_iter().flatten())
+                .copied()
                 .collect(),
         }
     }
 
     /// Events of the run's objects, newest first.
-    fn events_of(
+    fn events_of<'a>(
         &self,
+        ix: &Index<'a>,
         kind: RunKind,
         run: &str,
         clusters: &[String],
         pods: &[&Json],
-    ) -> Vec<&Json> {
+    ) -> Vec<&'a Json> {
         let mut objects: BTreeSet<(&str, String)> = BTreeSet::new();
         match kind {
             RunKind::RayJob => {
@@ -412,10 +467,8 @@ impl TopState {
             }
             RunKind::RayCluster => {}
             RunKind::GymRun => {
-                for job in self.all(Watched::GymJobs) {
-                    if label(job, GYM_RUN_LABEL) == Some(run) {
-                        objects.insert(("Job", name_of(job)));
-                    }
+                for job in ix.gym_jobs_by_run.get(run).into_iter().flatten() {
+                    objects.insert(("Job", name_of(job)));
                 }
             }
         }
@@ -425,13 +478,15 @@ impl TopState {
         for p in pods {
             objects.insert(("Pod", name_of(p)));
         }
-        let mut events: Vec<&Json> = self
-            .all(Watched::Events)
-            .filter(|e| {
-                let kind = str_at(e, "/involvedObject/kind").unwrap_or("");
-                let name = str_at(e, "/involvedObject/name").unwrap_or("");
-                objects.iter().any(|(k, n)| *k == kind && n == name)
+        let mut events: Vec<&Json> = objects
+            .iter()
+            .flat_map(|(k, n)| {
+                ix.events_by_object
+                    .get(&(*k, n.as_str()))
+                    .into_iter()
+                    .flatten()
             })
+            .copied()
             .collect();
         events.sort_by(|a, b| event_time(b).cmp(&event_time(a)));
         events
@@ -439,13 +494,14 @@ impl TopState {
 
     /// The screen's data.
     pub fn view(&self, now: jiff::Timestamp) -> TopView {
-        let runs = self.rows(now);
+        let ix = self.index();
+        let runs = self.rows_with(&ix, now);
         let selected = self
             .selected
             .as_deref()
             .and_then(|s| runs.iter().find(|r| r.name == s))
             .or(runs.first())
-            .map(|row| self.detail(row, now));
+            .map(|row| self.detail(&ix, row, now));
         let connection = if self.down.is_empty() {
             Connection::Live
         } else {
@@ -483,7 +539,8 @@ impl TopState {
 
     /// The first pod of a Gym run that has started (whose log can be read).
     pub fn gym_pod_of(&self, run: &str) -> Option<String> {
-        let mut pods: Vec<&Json> = self.pods_of(RunKind::GymRun, run, &[]);
+        let ix = self.index();
+        let mut pods: Vec<&Json> = self.pods_of(&ix, RunKind::GymRun, run, &[]);
         pods.sort_by_key(|p| str_at(p, "/metadata/creationTimestamp").unwrap_or(""));
         pods.iter()
             .find(|p| PodStatus::of(p).is_running() || PodStatus::of(p).is_finished())
@@ -501,25 +558,25 @@ impl TopState {
         }
     }
 
-    fn detail(&self, row: &RunRow, now: jiff::Timestamp) -> RunDetail {
+    fn detail(&self, ix: &Index<'_>, row: &RunRow, now: jiff::Timestamp) -> RunDetail {
         let clusters: Vec<String> = match row.kind {
             RunKind::RayJob => self
                 .get(Watched::RayJobs, &row.name)
-                .map(|j| self.clusters_of_rayjob(j))
+                .map(|j| self.clusters_of_rayjob(ix, j))
                 .unwrap_or_default(),
             RunKind::RayCluster => vec![row.name.clone()],
             RunKind::GymRun => Vec::new(),
         };
-        let pods = self.pods_of(row.kind, &row.name, &clusters);
+        let pods = self.pods_of(ix, row.kind, &row.name, &clusters);
         let events = self
-            .events_of(row.kind, &row.name, &clusters, &pods)
+            .events_of(ix, row.kind, &row.name, &clusters, &pods)
             .into_iter()
             .take(EVENTS_SHOWN)
             .map(|e| event_row(e, now))
             .collect();
         let cluster_views = match row.kind {
             RunKind::GymRun => {
-                let jobs = self.gym_runs().remove(&row.name).unwrap_or_default();
+                let jobs = self.gym_runs(ix).remove(&row.name).unwrap_or_default();
                 vec![ClusterView {
                     name: row.name.clone(),
                     role: None,
