@@ -305,3 +305,93 @@ fn live_requests(workers: usize) -> Vec<(String, usize)> {
     }
     by_kind.into_iter().collect()
 }
+
+/// The stop key's library call: another user's run is refused by the one owner check, a
+/// RayJob `nrl run` did not launch is refused with what to do instead, and a Gym run of
+/// one's own is cancelled (its Jobs deleted).
+#[test]
+fn stop_checks_the_owner_and_cancels_a_gym_run() {
+    use nrl::k8s::{ConnectOptions, K8s};
+    use nrl::top::actions::stop;
+    use nrl::top::model::RunKind;
+
+    let fake = FakeK8s::start();
+    let bobs = fake.put(rayjob("bob-sft", "bob", 0));
+    let mine = fake.put(rayjob("alice-grpo", "alice", 0));
+    let job = |bench: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": format!("gym-1-{bench}"), "namespace": "default",
+                "labels": {"gym-job-id": "gym-1", "gym-benchmark": bench,
+                    "app.kubernetes.io/managed-by": "nemo-gym", "nrl-k8s/owner": "alice"}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "driver", "image": "python:3.12"}]}}}})
+    };
+    let gym = fake.put(job("gpqa"));
+    fake.put(job("aime"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let k8s = K8s::connect(&ConnectOptions {
+            kubeconfig: Some(fake.kubeconfig_path().to_path_buf()),
+            ..ConnectOptions::default()
+        })
+        .await
+        .unwrap();
+        let err = stop(
+            &k8s,
+            "default",
+            "bob-sft",
+            RunKind::RayJob,
+            Some(&bobs),
+            "alice",
+        )
+        .await
+        .err()
+        .expect("another user's run is refused");
+        assert_eq!(err.code, "nrl::cluster::owner", "{}", err.message);
+        let err = stop(
+            &k8s,
+            "default",
+            "alice-grpo",
+            RunKind::RayJob,
+            Some(&mine),
+            "alice",
+        )
+        .await
+        .err()
+        .expect("a RayJob without a run id is refused");
+        assert_eq!(err.code, "nrl::top::not_a_run", "{}", err.message);
+        assert!(
+            err.help
+                .as_deref()
+                .is_some_and(|h| h.contains("kubectl delete rayjob alice-grpo")),
+            "{:?}",
+            err.help
+        );
+        let done = stop(
+            &k8s,
+            "default",
+            "gym-1",
+            RunKind::GymRun,
+            Some(&gym),
+            "alice",
+        )
+        .await
+        .unwrap();
+        assert_eq!(done.title, "stop GymRun gym-1");
+        assert!(done.body.contains("deleted 2 Jobs"), "{}", done.body);
+    });
+    assert!(
+        fake.list("batch/v1", "Job", Some("default"), "gym-job-id=gym-1")
+            .iter()
+            .all(|j| j.pointer("/metadata/deletionTimestamp").is_some()),
+        "the run's Jobs are being deleted"
+    );
+    assert!(
+        fake.get("ray.io/v1", "RayJob", "default", "bob-sft")
+            .is_some()
+    );
+}
