@@ -15,8 +15,12 @@ mod support {
     pub(crate) use super::fake_k8s;
 }
 
-use std::process::{Command, Stdio};
-use std::time::Instant;
+// Only its wall time and peak RSS are reported here.
+#[allow(dead_code)]
+#[path = "measured.rs"]
+mod measured;
+
+use measured::measured;
 
 use serde_json::json;
 use support::fake_k8s::FakeK8s;
@@ -53,36 +57,21 @@ fn seed(fake: &FakeK8s, clusters: usize) {
     }
 }
 
-// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
+/// One run of `nrl ARGS` against the fake: wall time (ms) and peak RSS (KiB).
 fn run_once(fake: &FakeK8s, home: &std::path::Path, args: &[&str]) -> (f64, i64) {
-    let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_nrl"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .envs(fake.env())
-        .env("HOME", home)
-        .env("NRL_USER", "alice")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn nrl");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: plain wait4 on our own child; `usage` is a zeroed, owned struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = started.elapsed().as_secs_f64() * 1e3;
-    assert_eq!(waited, pid, "wait4 failed");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "nrl {args:?} failed"
-    );
-    (wall, usage.ru_maxrss)
+    let u = measured(args, |c| {
+        c.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .envs(fake.env())
+            .env("HOME", home)
+            .env("NRL_USER", "alice")
+            .env("NO_COLOR", "1");
+    });
+    assert_eq!(u.exit, 0, "nrl {args:?} failed");
+    (u.wall.as_secs_f64() * 1e3, u.peak_rss_kib)
 }
 
 fn main() {
+    measured::spawner_main();
     let full = std::env::args().any(|a| a == "--bench");
     let (sizes, runs): (&[usize], usize) = if full {
         (&[10, 100, 1000], 5)
@@ -121,16 +110,20 @@ fn main() {
                 rss = rss.max(r);
             }
             let log = fake.request_log();
-            let per_run = |verb: &str| {
+            let per_run = |verb: &str, pages: bool| {
                 log.iter()
                     .filter(|r| r.verb == verb && r.resource.is_some())
+                    .filter(|r| pages || !r.query.contains("continue="))
                     .count()
                     / runs
             };
-            let (lists, gets) = (per_run("list"), per_run("get"));
+            // A list is read a page of 500 at a time (kubectl's chunking): its further
+            // pages are counted apart, as they grow with the objects by design.
+            let (lists, gets) = (per_run("list", false), per_run("get", false));
+            let pages = per_run("list", true) - lists;
             walls.sort_by(f64::total_cmp);
             println!(
-                "  {n:>5} clusters  {what:<12}  {:>7.1} ms [{:.1}..{:.1}]  {:>6.1} MiB  {lists} lists, {gets} gets per run",
+                "  {n:>5} clusters  {what:<12}  {:>7.1} ms [{:.1}..{:.1}]  {:>6.1} MiB  {lists} lists (+{pages} pages), {gets} gets per run",
                 walls[walls.len() / 2],
                 walls[0],
                 walls[walls.len() - 1],

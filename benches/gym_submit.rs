@@ -27,9 +27,13 @@ mod support {
     pub(crate) use super::fake_k8s;
 }
 
+#[path = "measured.rs"]
+mod measured;
+
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+use measured::{Usage, measured};
 
 use criterion::{Criterion, criterion_group};
 use support::fake_k8s::{FakeK8s, JobScript};
@@ -77,56 +81,22 @@ driver:
     path
 }
 
-/// What one submit cost the nrl process.
-struct Usage {
-    started: Instant,
-    wall: Duration,
-    /// User + system CPU time of nrl itself.
-    cpu: Duration,
-    peak_rss_kib: i64,
-    exit: i32,
-}
-
-fn tv(t: libc::timeval) -> Duration {
-    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-}
-
-/// One submit of the config, as a child process.
-// The child is reaped by `wait4` (which also gives its rusage), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
-fn submit_once(fake: &FakeK8s, cfg: &Path, home: &Path, run: &str) -> Usage {
+/// One submit of the config: what it cost nrl, and when it started (the request log's
+/// times are read against it).
+fn submit_once(fake: &FakeK8s, cfg: &Path, home: &Path, run: &str) -> (Instant, Usage) {
     let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_nrl"))
-        .args(["gym", "submit"])
-        .arg(cfg)
-        .args(["--run-id", run, "--parallel", "32"])
-        .envs(fake.env())
-        .env("HOME", home)
-        .env_remove("XDG_CACHE_HOME")
-        .env("HF_TOKEN", "hf_bench")
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn nrl");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: plain wait4 on our own child; `usage` is a zeroed, owned struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4 failed");
-    let exit = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    Usage {
-        started,
-        wall: started.elapsed(),
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        peak_rss_kib: usage.ru_maxrss,
-        exit,
-    }
+    let cfg = cfg.display().to_string();
+    let u = measured(
+        &["gym", "submit", &cfg, "--run-id", run, "--parallel", "32"],
+        |c| {
+            c.envs(fake.env())
+                .env("HOME", home)
+                .env_remove("XDG_CACHE_HOME")
+                .env("HF_TOKEN", "hf_bench")
+                .env("NO_COLOR", "1");
+        },
+    );
+    (started, u)
 }
 
 fn fake() -> FakeK8s {
@@ -151,7 +121,7 @@ fn bench(c: &mut Criterion) {
                 // A fresh server each time, so runs do not share history.
                 let fake = fake();
                 n += 1;
-                let u = submit_once(&fake, &cfg, dir.path(), &format!("gym-bench-{n}"));
+                let (_, u) = submit_once(&fake, &cfg, dir.path(), &format!("gym-bench-{n}"));
                 assert_eq!(u.exit, 0, "nrl gym submit failed");
                 total += u.wall;
             }
@@ -170,7 +140,7 @@ fn probe(dir: &Path, n: usize) {
     let cfg = config_of(dir, n);
     let fake = fake();
     let run = format!("gym-bench-probe-{n}");
-    let u = submit_once(&fake, &cfg, dir, &run);
+    let (started, u) = submit_once(&fake, &cfg, dir, &run);
     let log = fake.request_log();
     let job_watches = log
         .iter()
@@ -180,7 +150,7 @@ fn probe(dir: &Path, n: usize) {
     let applies = log.iter().filter(|r| r.is_apply()).count();
     let lists = log.iter().filter(|r| r.verb == "list" && !r.watch).count();
     // Where the wall time went: nrl's start, the applies, and the watch to the end.
-    let since = |r: &support::fake_k8s::RequestRecord| r.at.duration_since(u.started);
+    let since = |r: &support::fake_k8s::RequestRecord| r.at.duration_since(started);
     let first = log.first().map(since).unwrap_or_default();
     let last_apply = log
         .iter()
@@ -220,6 +190,7 @@ fn probe(dir: &Path, n: usize) {
 }
 
 fn main() {
+    measured::spawner_main();
     let dir = tempfile::tempdir().expect("tempdir");
     // How the cost grows: 50, 500 and 5,000 benchmarks (the smoke size under cargo test).
     let sizes: &[usize] = if std::env::args().any(|a| a == "--bench") {
