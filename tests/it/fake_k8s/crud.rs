@@ -3,8 +3,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Discovery, Scope};
 use serde_json::json;
@@ -260,6 +264,47 @@ async fn lists_have_kind_and_resource_version_and_honour_selectors() {
         .await
         .unwrap();
     assert_eq!(names(rest), ["d"]);
+
+    // Every page says the first page's resourceVersion (the real server serves a chunked
+    // list from that snapshot), so a watch from it sees a change made between the pages.
+    let first = cms.list(&ListParams::default().limit(3)).await.unwrap();
+    let snapshot = first.metadata.resource_version.clone().unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    let mut changed: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "a"}, "data": {"k": "changed"}}))
+            .unwrap();
+    changed.metadata.resource_version = None;
+    cms.patch(
+        "a",
+        &PatchParams::apply("t").force(),
+        &Patch::Apply(&changed),
+    )
+    .await
+    .unwrap();
+    let last = cms
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(
+        last.metadata.resource_version.as_deref(),
+        Some(snapshot.as_str())
+    );
+    let mut replay = cms
+        .watch(&WatchParams::default().timeout(2), &snapshot)
+        .await
+        .unwrap()
+        .boxed();
+    let mut seen_change = false;
+    while let Some(Ok(ev)) = replay.next().await {
+        if let WatchEvent::Modified(cm) = ev {
+            seen_change |= cm.metadata.name.as_deref() == Some("a");
+            break;
+        }
+    }
+    assert!(
+        seen_change,
+        "the watch from the list's resourceVersion replays the change"
+    );
 
     // The raw list carries kind/apiVersion/resourceVersion as the real server's does.
     let raw: serde_json::Value = client

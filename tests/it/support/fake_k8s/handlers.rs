@@ -16,7 +16,7 @@ use super::meta::{ApiError, ApiResult};
 use super::resources::{self, ResourceType};
 use super::routes::{Route, parse_path};
 use super::selectors::Selectors;
-use super::state::{PatchType, State, WriteOpts};
+use super::state::{PatchType, State, WriteOpts, lock};
 use super::watch::{self, WatchRequest};
 
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -278,6 +278,14 @@ fn item_key(v: &Value) -> String {
     format!("{ns}/{name}")
 }
 
+/// A list, chunked when `limit` is given. The real server serves every page of a chunked
+/// list from the snapshot of the first page's resourceVersion, and each page says that
+/// resourceVersion, so a watch started from it misses no change (Kubernetes docs, "API
+/// Concepts: Retrieving large results sets in chunks"; apiserver
+/// `storage/etcd3/store.go` `GetList` with a continue key). The fake keeps no snapshots:
+/// later pages hold the current objects, but carry the first page's resourceVersion, which
+/// is what keeps a watch from it whole. A token whose resourceVersion is no longer in the
+/// history is `410 Expired` ("the provided continue parameter is too old"), as there.
 fn list(
     state: &State,
     rt: &'static ResourceType,
@@ -285,14 +293,26 @@ fn list(
     q: &Query,
 ) -> ApiResult<Response> {
     let sel = Selectors::parse(q.get("labelSelector"), q.get("fieldSelector"))?;
-    let (mut items, rv) = state.list_shared(rt, ns, &sel);
+    let (mut items, current_rv) = state.list_shared(rt, ns, &sel);
+    let mut rv = current_rv;
     if let Some(token) = q.get("continue").filter(|t| !t.is_empty()) {
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(token)
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
-        items.retain(|i| item_key(i) > decoded);
+        let (snapshot, last) = decoded
+            .split_once('\n')
+            .and_then(|(rv, key)| Some((rv.parse::<u64>().ok()?, key.to_string())))
+            .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+        if snapshot < lock(&state.store).compacted_rv() {
+            return Err(ApiError::gone(
+                "The provided continue parameter is too old to display a consistent list result. \
+                 You can start a new list without the continue parameter.",
+            ));
+        }
+        rv = snapshot;
+        items.retain(|i| item_key(i) > last);
     }
     let limit = q.number("limit")?.filter(|l| *l > 0).map(|l| l as usize);
     let (cont, remaining) = match limit {
@@ -300,7 +320,7 @@ fn list(
             let rest = items.split_off(l);
             let last = items.last().map(|i| item_key(i)).unwrap_or_default();
             (
-                Some(base64::engine::general_purpose::STANDARD.encode(last)),
+                Some(base64::engine::general_purpose::STANDARD.encode(format!("{rv}\n{last}"))),
                 Some(rest.len()),
             )
         }
