@@ -100,7 +100,15 @@ fn submit_once(fake: &FakeK8s, cfg: &Path, home: &Path, run: &str) -> (Instant, 
 }
 
 fn fake() -> FakeK8s {
-    let fake = FakeK8s::builder().namespace("evals").start();
+    let fake = FakeK8s::builder()
+        .namespace("evals")
+        .history_window(
+            std::env::var("GYM_HISTORY")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(10_000),
+        )
+        .start();
     fake.set_job_script("*", JobScript::succeeds());
     fake
 }
@@ -192,13 +200,14 @@ fn probe(dir: &Path, n: usize) {
 fn main() {
     measured::spawner_main();
     let dir = tempfile::tempdir().expect("tempdir");
-    // How the cost grows: 50, 500 and 5,000 benchmarks (the smoke size under cargo test).
-    let sizes: &[usize] = if std::env::args().any(|a| a == "--bench") {
-        &[50, 500, 5000]
-    } else {
-        &[benchmarks()]
+    // How the cost grows: 50, 500 and 5,000 benchmarks (the smoke size under cargo test;
+    // `GYM_SIZES=50,2000` for others).
+    let sizes: Vec<usize> = match std::env::var("GYM_SIZES") {
+        Ok(v) => v.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        Err(_) if std::env::args().any(|a| a == "--bench") => vec![50, 500, 5000],
+        Err(_) => vec![benchmarks()],
     };
-    for &n in sizes {
+    for n in sizes {
         probe(dir.path(), n);
     }
     benches();
