@@ -291,33 +291,53 @@ fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
 struct Live {
     tty: bool,
     drawn_lines: usize,
-    last: Vec<crate::gym::state::BenchStatus>,
+    /// When the table was last drawn: redraws are at most every [`REDRAW`], so a run of
+    /// thousands of benchmarks is not drawn whole on every Job's change.
+    drawn_at: Option<std::time::Instant>,
+    /// Whether the first view (every row) was printed.
+    started: bool,
 }
+
+/// The shortest time between two draws of the live table.
+const REDRAW: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Live {
     fn new() -> Live {
         Live {
             tty: std::io::stderr().is_terminal(),
             drawn_lines: 0,
-            last: Vec::new(),
+            drawn_at: None,
+            started: false,
         }
     }
 
     fn show(&mut self, view: &RunView) {
         let mut err = std::io::stderr().lock();
         if self.tty {
+            let now = std::time::Instant::now();
+            let recent = self.drawn_at.is_some_and(|t| now - t < REDRAW);
+            if recent && !view.all_terminal() {
+                return;
+            }
             let text = table::render(view.rows(), Some(width() as u16));
             if self.drawn_lines > 0 {
                 let _ = write!(err, "\x1b[{}F\x1b[J", self.drawn_lines);
             }
             let _ = write!(err, "{text}");
             self.drawn_lines = text.lines().count();
+            self.drawn_at = Some(now);
         } else {
-            for line in table::transitions(&self.last, view.rows()) {
+            // Every row once, then only the rows each change touched.
+            let lines = if self.started {
+                table::changes(view)
+            } else {
+                table::transitions(&[], view.rows())
+            };
+            self.started = true;
+            for line in lines {
                 let _ = writeln!(err, "{line}");
             }
         }
-        self.last = view.rows().to_vec();
     }
 
     fn clear(&mut self) {

@@ -55,6 +55,18 @@ pub fn render(rows: &[BenchStatus], width: Option<u16>) -> String {
 }
 
 /// One line per row that changed since `before` (for logs and pipes).
+/// The lines for the rows `view`'s last update changed (what a follower prints after each
+/// change: the cost is the change's, not the run's size).
+pub fn changes(view: &crate::gym::view::RunView) -> Vec<String> {
+    let rows = view.rows();
+    let changed: Vec<BenchStatus> = view
+        .last_changed()
+        .iter()
+        .filter_map(|i| rows.get(*i).cloned())
+        .collect();
+    transitions(&[], &changed)
+}
+
 pub fn transitions(before: &[BenchStatus], after: &[BenchStatus]) -> Vec<String> {
     after
         .iter()

@@ -17,6 +17,9 @@ pub struct RunView {
     seen: Vec<bool>,
     /// Add rows for Jobs of the run that were not expected (status without a record).
     discover: bool,
+    /// The rows the last [`RunView::apply`] changed, so a printer of changes costs the
+    /// changes, not the run's size.
+    changed: Vec<usize>,
 }
 
 fn job_name(obj: &Json) -> Option<&str> {
@@ -56,6 +59,11 @@ impl RunView {
 
     pub fn rows(&self) -> &[BenchStatus] {
         &self.rows
+    }
+
+    /// Indices of the rows the last [`RunView::apply`] changed (or added).
+    pub fn last_changed(&self) -> &[usize] {
+        &self.changed
     }
 
     pub fn row_mut(&mut self, job: &str) -> Option<&mut BenchStatus> {
@@ -107,6 +115,7 @@ impl RunView {
         if !detail.is_empty() || !phase.is_failure() {
             r.detail = detail;
         }
+        self.changed.push(i);
         true
     }
 
@@ -132,6 +141,7 @@ impl RunView {
 
     /// Update from one watch event; whether any row changed.
     pub fn apply(&mut self, ev: &LabelledEvent) -> bool {
+        self.changed.clear();
         match ev {
             LabelledEvent::Applied(o) => self.observe(o),
             LabelledEvent::Deleted(o) => match self.index_for(o) {
@@ -196,6 +206,25 @@ mod tests {
         assert_eq!(v.rows()[0].phase, Phase::Succeeded);
         // Unknown Jobs are ignored unless discovering.
         assert!(!v.apply(&LabelledEvent::Applied(job("j-c", json!({})))));
+    }
+
+    #[test]
+    fn each_update_names_the_rows_it_changed() {
+        let mut v = RunView::new(["a", "b", "c"].map(|b| (b.to_string(), format!("j-{b}"))));
+        assert!(v.last_changed().is_empty());
+        v.apply(&LabelledEvent::Applied(job("j-b", json!({"active": 1}))));
+        assert_eq!(v.last_changed(), [1]);
+        assert_eq!(crate::gym::table::changes(&v), ["b: Starting"]);
+        // A relist touches only the rows whose state moved.
+        v.apply(&LabelledEvent::Reset(vec![
+            job("j-a", json!({"active": 1})),
+            job("j-b", json!({"active": 1})),
+            job("j-c", json!({"active": 1})),
+        ]));
+        assert_eq!(v.last_changed(), [0, 2]);
+        // An event that changes nothing names nothing.
+        v.apply(&LabelledEvent::Applied(job("j-b", json!({"active": 1}))));
+        assert!(v.last_changed().is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::gym::ops::watch::view_of;
 use crate::gym::record::GymRecord;
 use crate::gym::session;
 use crate::gym::state::BenchStatus;
-use crate::gym::table::transitions;
+use crate::gym::table::changes;
 use crate::gym::view::RunView;
 use crate::k8s::{ConnectOptions, K8s};
 use crate::script::convert::string_list;
@@ -257,14 +257,12 @@ pub(super) fn wait_run(h: &Host, r: &GymRun, timeout: Option<Duration>) -> RhaiR
         (s.view.clone(), s.record.clone())
     };
     let env = h.opts.env.clone();
-    let mut last = view.rows().to_vec();
     let follow = async {
         let mut warn = |d: Diag| h.line(Stream::Stderr, &format!("warning: {}", d.message));
         let on_change = |v: &RunView| {
-            for line in transitions(&last, v.rows()) {
+            for line in changes(v) {
                 h.line(Stream::Stderr, &format!("[gym] {line}"));
             }
-            last = v.rows().to_vec();
         };
         session::follow_run(
             &k,
