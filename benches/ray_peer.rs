@@ -5,7 +5,8 @@
 //! - `job list`: `nrl job list` vs `ray job list`.
 //! - `job submit --no-wait` of a fresh 40 MiB working_dir (20 MiB random, 21 MiB text; one
 //!   file changed before every run, so every package is new), against the floor: a `curl`
-//!   PUT of the finished zip to the same endpoint.
+//!   PUT of the finished zip to the same endpoint; with nrl's peak RSS, and once more for a
+//!   directory twice that size (memory must not follow it).
 //! - `job logs` of a finished job whose log is 20 MB, against `curl` of the same endpoint;
 //!   with nrl's peak RSS.
 //! - follow latency: a driver prints 1,000 timestamped lines (one every 10 ms);
@@ -146,11 +147,10 @@ fn list(peer: &Peer, runs: usize) {
     println!("job list:   nrl {nt}   ray {rt}   ray/nrl {:.1}x", r / n);
 }
 
-/// The working_dir: 20 MiB of random bytes and 21 MiB of source-like text.
-fn working_dir(dir: &Path) {
+/// The working_dir, `scale` times over: per unit 20 MiB of random bytes and
+/// 21 MiB of source-like text.
+fn working_dir(dir: &Path, scale: usize) {
     let mut rng = fastrand::Rng::with_seed(7);
-    let random: Vec<u8> = (0..20 * 1024 * 1024).map(|_| rng.u8(..)).collect();
-    std::fs::write(dir.join("weights.bin"), &random).expect("write");
     let words = [
         "def ",
         "return ",
@@ -171,12 +171,21 @@ fn working_dir(dir: &Path) {
         "# comment about the step\n",
         "for i in range(",
     ];
-    for f in 0..40 {
-        let mut text = String::with_capacity(560_000);
-        while text.len() < 550_000 {
-            text.push_str(words[rng.usize(..words.len())]);
+    for unit in 0..scale {
+        let random: Vec<u8> = (0..20 * 1024 * 1024).map(|_| rng.u8(..)).collect();
+        let name = match unit {
+            0 => "weights.bin".to_string(),
+            n => format!("weights_{n}.bin"),
+        };
+        std::fs::write(dir.join(name), &random).expect("write");
+        for f in 0..40 {
+            let mut text = String::with_capacity(560_000);
+            while text.len() < 550_000 {
+                text.push_str(words[rng.usize(..words.len())]);
+            }
+            let f = unit * 40 + f;
+            std::fs::write(dir.join(format!("src_{f}.py")), text).expect("write");
         }
-        std::fs::write(dir.join(format!("src_{f}.py")), text).expect("write");
     }
 }
 
@@ -184,7 +193,7 @@ fn submit(peer: &Peer, runs: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let wd = dir.path().join("wd");
     std::fs::create_dir(&wd).expect("mkdir");
-    working_dir(&wd);
+    working_dir(&wd, 1);
     let wd_str = wd.display().to_string();
     let fresh = |i: usize, who: &str| {
         std::fs::write(
@@ -197,21 +206,23 @@ fn submit(peer: &Peer, runs: usize) {
     let zip = dir.path().join("package.zip");
     zip_dir(&wd, &zip);
     let size = std::fs::metadata(&zip).expect("zip").len();
-    let (mut nrl, mut ray, mut put) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut nrl, mut ray, mut put, mut rss) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let submit = |wd: &str| {
+        peer.nrl(&[
+            "job",
+            "submit",
+            "--no-wait",
+            "--working-dir",
+            wd,
+            "--",
+            "true",
+        ])
+    };
     for i in 0..runs {
         fresh(i, "nrl");
-        nrl.push(
-            timed(&mut peer.nrl(&[
-                "job",
-                "submit",
-                "--no-wait",
-                "--working-dir",
-                &wd_str,
-                "--",
-                "true",
-            ]))
-            .0,
-        );
+        let (wall, r) = timed(&mut submit(&wd_str));
+        nrl.push(wall);
+        rss = rss.max(r);
         fresh(i, "ray");
         ray.push(
             timed(&mut peer.ray(&[
@@ -247,10 +258,22 @@ fn submit(peer: &Peer, runs: usize) {
     let (r, rt) = spread(&mut ray, 1e3, "ms");
     let (p, pt) = spread(&mut put, 1e3, "ms");
     println!(
-        "job submit (fresh 40 MiB working_dir, zip {:.1} MiB):   nrl {nt}   ray {rt}   curl PUT {pt}   ray/nrl {:.1}x   nrl/PUT {:.2}x",
+        "job submit (fresh 40 MiB working_dir, zip {:.1} MiB):   nrl {nt}, peak RSS {:.0} MiB   ray {rt}   curl PUT {pt}   ray/nrl {:.1}x   nrl/PUT {:.2}x",
         size as f64 / 1048576.0,
+        rss as f64 / 1024.0,
         r / n,
         n / p
+    );
+    // Memory must not follow the directory's size: one submit of twice the work (Ray refuses
+    // packages over 100 MiB).
+    let big = dir.path().join("wd2");
+    std::fs::create_dir(&big).expect("mkdir");
+    working_dir(&big, 2);
+    let (wall, big_rss) = timed(&mut submit(&big.display().to_string()));
+    println!(
+        "job submit (fresh 82 MiB working_dir, once):   nrl {:.0} ms, peak RSS {:.0} MiB",
+        wall * 1e3,
+        big_rss as f64 / 1024.0
     );
 }
 
