@@ -18,6 +18,11 @@
 //!   (applies done at ~0.33 s, watch from ~0.43 s; the rest is the simulated Job lifetime,
 //!   150 ms to start and 300 ms to run). One watch on Jobs, one list, 502 applies. Peak RSS
 //!   of nrl 58 MiB (release), 73 MiB (dev).
+//! - the curve (release, 50 / 500 / 5,000): CPU per Job 1.5 / 1.1 / 2.9 ms while every Job
+//!   event compared and cloned the whole table, then 1.3 / 1.0 / 0.9 ms once only changed
+//!   rows were printed; peak RSS 20 / 58 / 370 MiB, then 19 / 44 / 239 MiB once each Job
+//!   rendered only its own benchmark's entry (not all of them: quadratic) and the rendered
+//!   Jobs were dropped after applying.
 
 // The fake API server of the integration tests (only it, not the other test helpers),
 // reachable at the module path its files use there: `crate::support::fake_k8s`.

@@ -254,20 +254,19 @@ fn prepare_request(req: &GymLoadRequest, args: &ConfigArgs) -> Result<Prepared> 
 
 fn render(args: &RenderArgs, env: Arc<dyn Env>) -> Result<Exit> {
     let p = prepare(&args.config, env)?;
-    let docs: Vec<_> = p.plan.jobs.iter().map(|j| j.manifest.clone()).collect();
-    let text = emit::to_yaml_stream(&docs);
+    let jobs = p.plan.jobs.len();
+    let text = emit::to_yaml_docs(p.plan.jobs.iter().map(|j| &j.manifest));
     match &args.output {
         Some(path) => {
             let inputs: Vec<PathBuf> = p.loaded.files.iter().map(|f| f.path.clone()).collect();
             crate::launch::output_file::write_output(path, &text, &inputs)?;
-            crate::errln!("wrote {} Job(s) to {}", docs.len(), path.display());
+            crate::errln!("wrote {jobs} Job(s) to {}", path.display());
         }
         None => crate::out!("{text}"),
     }
     crate::errln!(
-        "run {}: {} benchmark Job(s) in namespace `{}`",
+        "run {}: {jobs} benchmark Job(s) in namespace `{}`",
         p.plan.run_id,
-        docs.len(),
         p.plan.namespace
     );
     if let (Some(name), Some(secret)) = (p.plan.secret_name(), &p.plan.secret) {
@@ -380,6 +379,8 @@ async fn submit(args: SubmitArgs, env: Arc<dyn Env>, cancel: &CancellationToken)
     let mut started =
         session::start(&k8s, &p, &settings, env.as_ref(), on_applied, &mut warn_fn).await?;
     let run = p.plan.run_id.clone();
+    // The rendered Jobs are applied; following needs only the record and the view.
+    drop(p);
     if args.no_wait {
         let failed = started.applied.iter().filter(|a| a.error.is_some()).count();
         crate::errln!(

@@ -32,8 +32,13 @@ pub fn to_yaml(doc: &Node) -> String {
 /// `"\n---\n"` (so an empty line precedes every `---`), nothing appended after the last.
 /// Zero documents give the empty string.
 pub fn to_yaml_stream(docs: &[Node]) -> String {
+    to_yaml_docs(docs)
+}
+
+/// [`to_yaml_stream`] of documents that are not in one slice (no copies gathered first).
+pub fn to_yaml_docs<'a>(docs: impl IntoIterator<Item = &'a Node>) -> String {
     let mut out = String::new();
-    for (i, doc) in docs.iter().enumerate() {
+    for (i, doc) in docs.into_iter().enumerate() {
         if i > 0 {
             out.push_str("\n---\n");
         }
