@@ -22,7 +22,8 @@
 //!   event compared and cloned the whole table, then 1.3 / 1.0 / 0.9 ms once only changed
 //!   rows were printed; peak RSS 20 / 58 / 370 MiB, then 19 / 44 / 239 MiB once each Job
 //!   rendered only its own benchmark's entry (not all of them: quadratic) and the rendered
-//!   Jobs were dropped after applying.
+//!   Jobs were dropped after applying; 173 MiB at 5,000 once watched objects dropped their
+//!   `managedFields` (the initial list of 5,000 Jobs is held whole for one Reset).
 
 // The fake API server of the integration tests (only it, not the other test helpers),
 // reachable at the module path its files use there: `crate::support::fake_k8s`.

@@ -6,6 +6,7 @@
 //! [`Reset`]: LabelledEvent::Reset
 
 use futures::{Stream, StreamExt};
+use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -81,18 +82,18 @@ impl K8s {
                             None
                         }
                         Ok(Event::InitApply(o)) => {
-                            buffer.extend(serde_json::to_value(o).ok());
+                            buffer.extend(held(o));
                             None
                         }
                         Ok(Event::InitDone) => Some(Ok(WatchItem::Event(LabelledEvent::Reset(
                             std::mem::take(&mut buffer),
                         )))),
-                        Ok(Event::Apply(o)) => serde_json::to_value(o)
-                            .ok()
-                            .map(|j| Ok(WatchItem::Event(LabelledEvent::Applied(j)))),
-                        Ok(Event::Delete(o)) => serde_json::to_value(o)
-                            .ok()
-                            .map(|j| Ok(WatchItem::Event(LabelledEvent::Deleted(j)))),
+                        Ok(Event::Apply(o)) => {
+                            held(o).map(|j| Ok(WatchItem::Event(LabelledEvent::Applied(j))))
+                        }
+                        Ok(Event::Delete(o)) => {
+                            held(o).map(|j| Ok(WatchItem::Event(LabelledEvent::Deleted(j))))
+                        }
                         Err(
                             watcher::Error::InitialListFailed(ke)
                             | watcher::Error::WatchStartFailed(ke)
@@ -118,4 +119,12 @@ impl K8s {
                 std::future::ready(out)
             })
     }
+}
+
+/// A watched object as the watch's consumers keep it: without `metadata.managedFields`,
+/// which none of them reads (kubectl hides it too) and which is often a third of a
+/// server-side-applied object, held once per object for as long as a view lives.
+fn held(mut o: DynamicObject) -> Option<Json> {
+    o.metadata.managed_fields = None;
+    serde_json::to_value(o).ok()
 }

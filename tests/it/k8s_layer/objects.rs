@@ -156,6 +156,59 @@ async fn get_and_list_by_label_selector() {
     );
 }
 
+/// A labelled watch hands its consumers the objects without `managedFields` (they are
+/// held for as long as a view lives and nothing reads them), while a GET keeps them.
+#[tokio::test]
+async fn labelled_watches_drop_managed_fields() {
+    use futures::StreamExt;
+    use nrl::k8s::watch::LabelledEvent;
+
+    let (_fake, k8s) = setup().await;
+    let cms = ar("ConfigMap");
+    let labelled = |name: &str| {
+        let mut cm = configmap(name, json!({"a": "1"}));
+        cm["metadata"]["labels"]["group"] = json!("w");
+        cm
+    };
+    k8s.apply(&labelled("w1"), ApplyOptions::default())
+        .await
+        .unwrap();
+    let live = k8s.get(&cms, "default", "w1").await.unwrap().unwrap();
+    assert!(live["metadata"]["managedFields"].is_array(), "{live}");
+
+    let mut watch = Box::pin(k8s.watch_labelled(&cms, "default", "group=w"));
+    let first = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the initial list")
+        .expect("an event")
+        .unwrap();
+    let LabelledEvent::Reset(all) = first else {
+        panic!("the initial list comes as a Reset: {first:?}")
+    };
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0]["metadata"]["name"], "w1");
+    assert_eq!(all[0]["data"]["a"], "1");
+    assert!(
+        all[0]["metadata"].get("managedFields").is_none(),
+        "{}",
+        all[0]
+    );
+
+    k8s.apply(&labelled("w2"), ApplyOptions::default())
+        .await
+        .unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the new object")
+        .expect("an event")
+        .unwrap();
+    let LabelledEvent::Applied(o) = next else {
+        panic!("a change comes as Applied: {next:?}")
+    };
+    assert_eq!(o["metadata"]["name"], "w2");
+    assert!(o["metadata"].get("managedFields").is_none(), "{o}");
+}
+
 #[tokio::test]
 async fn delete_reports_whether_it_existed_and_waits_until_gone() {
     let (fake, k8s) = setup().await;
