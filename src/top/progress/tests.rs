@@ -325,14 +325,14 @@ fn ppo_inner_steps_and_sub_timers_do_not_count() {
 fn vllm_bar_with_carriage_returns_ray_prefix_and_colours() {
     let mut parser = ProgressParser::default();
     parser.feed(
-        "\x1b[36m(VllmGenerationWorker pid=39112, ip=10.65.3.17)\x1b[0m Processed prompts:   0%|          | 0/64 [00:00<?, ?it/s, est. speed input: 0.00 toks/s, output: 0.00 toks/s]\rProcessed prompts:  45%|████▌     | 29/64 [00:30<00:33,  1.05it/s, est. speed input: 97.30 toks/s, output: 905.12 toks/s]\r",
+        "\x1b[36m(VllmGenerationWorker pid=39112, ip=127.0.0.1)\x1b[0m Processed prompts:   0%|          | 0/64 [00:00<?, ?it/s, est. speed input: 0.00 toks/s, output: 0.00 toks/s]\rProcessed prompts:  45%|████▌     | 29/64 [00:30<00:33,  1.05it/s, est. speed input: 97.30 toks/s, output: 905.12 toks/s]\r",
     );
     let p = parser.progress();
     assert_eq!((p.prompts_done, p.prompts_total), (Some(29), Some(64)));
 
     // Colours inside the line and a dedup suffix.
     parser.feed(
-        "\x1b[36m(VllmGenerationWorker pid=39112, ip=10.65.3.17)\x1b[0m \x1b[1mProcessed prompts\x1b[0m: 100%|██████████| 64/64 [01:12<00:00,  1.13s/it, est. speed input: 97.30 toks/s, output: 905.12 toks/s] [repeated 3x across cluster]",
+        "\x1b[36m(VllmGenerationWorker pid=39112, ip=127.0.0.1)\x1b[0m \x1b[1mProcessed prompts\x1b[0m: 100%|██████████| 64/64 [01:12<00:00,  1.13s/it, est. speed input: 97.30 toks/s, output: 905.12 toks/s] [repeated 3x across cluster]",
     );
     let p = parser.progress();
     assert_eq!((p.prompts_done, p.prompts_total), (Some(64), Some(64)));
