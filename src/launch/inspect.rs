@@ -268,18 +268,23 @@ pub async fn list_clusters(k8s: &K8s, ns: &str) -> Result<Vec<ClusterRow>> {
     Ok(rows)
 }
 
-/// `5s`, `3m`, `2h`, `4d` since an RFC 3339 time (kubectl's AGE column).
+/// `5s`, `3m`, `2h`, `4d` since an RFC 3339 time (kubectl's AGE column); `?` when the
+/// time does not parse.
 pub fn age(created: &str, now: jiff::Timestamp) -> String {
-    let Ok(t) = created.parse::<jiff::Timestamp>() else {
-        return "?".to_string();
-    };
+    age_since(created, now).unwrap_or_else(|| "?".to_string())
+}
+
+/// [`age`], or `None` when `created` is not an RFC 3339 time (each view shows that its
+/// own way).
+pub fn age_since(created: &str, now: jiff::Timestamp) -> Option<String> {
+    let t = created.parse::<jiff::Timestamp>().ok()?;
     let s = now.as_second().saturating_sub(t.as_second()).max(0);
-    match s {
+    Some(match s {
         s if s < 120 => format!("{s}s"),
         s if s < 2 * 3600 => format!("{}m", s / 60),
         s if s < 2 * 86400 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86400),
-    }
+    })
 }
 
 #[cfg(test)]

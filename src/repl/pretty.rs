@@ -258,16 +258,7 @@ fn true_conditions(conditions: Option<Dynamic>) -> String {
 
 /// `42s`, `5m`, `3h`, `2d` since an RFC 3339 time; empty when unknown.
 fn age(created: &str, now: jiff::Timestamp) -> String {
-    let Ok(t) = created.parse::<jiff::Timestamp>() else {
-        return String::new();
-    };
-    let secs = now.as_second().saturating_sub(t.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 2 * 3600 => format!("{}m", s / 60),
-        s if s < 2 * 86400 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
-    }
+    crate::launch::inspect::age_since(created, now).unwrap_or_default()
 }
 
 fn cell(v: &Dynamic) -> String {

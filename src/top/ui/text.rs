@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use crate::launch::inspect::age_since;
 use crate::terminal_text;
 use crate::top::progress::strip_ansi;
 
@@ -48,19 +49,10 @@ pub(crate) fn log_line(line: &str) -> Cow<'_, str> {
 /// `42s`, `5m`, `3h`, `2d` since an RFC 3339 time, counted from `now`; `fallback` (the
 /// session's age, as of its last view) without a clock or a parsable time.
 pub(crate) fn age(since: Option<&str>, fallback: &str, now: Option<jiff::Timestamp>) -> String {
-    let (Some(since), Some(now)) = (since, now) else {
-        return fallback.to_string();
-    };
-    let Ok(t) = since.parse::<jiff::Timestamp>() else {
-        return fallback.to_string();
-    };
-    let secs = now.as_second().saturating_sub(t.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 2 * 3600 => format!("{}m", s / 60),
-        s if s < 2 * 86400 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
-    }
+    since
+        .zip(now)
+        .and_then(|(since, now)| age_since(since, now))
+        .unwrap_or_else(|| fallback.to_string())
 }
 
 #[cfg(test)]
