@@ -17,7 +17,7 @@ mod support {
 
 // Only its wall time and peak RSS are reported here.
 #[allow(dead_code)]
-#[path = "measured.rs"]
+#[path = "support/measured.rs"]
 mod measured;
 
 use measured::measured;

@@ -33,7 +33,7 @@ mod support {
     pub(crate) use super::fake_k8s;
 }
 
-#[path = "measured.rs"]
+#[path = "support/measured.rs"]
 mod measured;
 
 use std::path::Path;

@@ -13,43 +13,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
+
+#[path = "support/working_dir.rs"]
+mod working_dir;
 use nrl::ray::archive::write_zip;
 use nrl::ray::package::UploadSet;
-
-/// Fills `dir` with the working_dir, scaled by `mib / 40`.
-fn working_dir(dir: &Path, mib: usize) {
-    let mut rng = fastrand::Rng::with_seed(11);
-    let random: Vec<u8> = (0..mib / 2 * 1024 * 1024).map(|_| rng.u8(..)).collect();
-    std::fs::write(dir.join("weights.bin"), &random).expect("write");
-    let words = [
-        "def ",
-        "return ",
-        "self",
-        ".",
-        "(",
-        ")",
-        ":\n",
-        "    ",
-        "import torch\n",
-        "x",
-        "y",
-        "loss",
-        " = ",
-        "+",
-        "lr",
-        "0.001",
-        "# comment about the step\n",
-        "for i in range(",
-    ];
-    let per_file = mib * 1024 * 1024 / 2 / 40 + 1;
-    for f in 0..40 {
-        let mut text = String::with_capacity(per_file + 64);
-        while text.len() < per_file {
-            text.push_str(words[rng.usize(..words.len())]);
-        }
-        std::fs::write(dir.join(format!("src_{f}.py")), text).expect("write");
-    }
-}
+use working_dir::working_dir;
 
 /// The previous design: the `zip` crate on one thread, deflate level 6 for every file.
 fn single_threaded_zip(set: &UploadSet, dir: &Path) -> u64 {

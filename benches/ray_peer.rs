@@ -23,6 +23,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+#[path = "support/working_dir.rs"]
+mod working_dir;
+use working_dir::working_dir;
+
 #[allow(dead_code)]
 #[path = "../tests/it/support/ray_head.rs"]
 mod ray_head;
@@ -147,53 +151,11 @@ fn list(peer: &Peer, runs: usize) {
     println!("job list:   nrl {nt}   ray {rt}   ray/nrl {:.1}x", r / n);
 }
 
-/// The working_dir, `scale` times over: per unit 20 MiB of random bytes and
-/// 21 MiB of source-like text.
-fn working_dir(dir: &Path, scale: usize) {
-    let mut rng = fastrand::Rng::with_seed(7);
-    let words = [
-        "def ",
-        "return ",
-        "self",
-        ".",
-        "(",
-        ")",
-        ":\n",
-        "    ",
-        "import torch\n",
-        "x",
-        "y",
-        "loss",
-        " = ",
-        "+",
-        "lr",
-        "0.001",
-        "# comment about the step\n",
-        "for i in range(",
-    ];
-    for unit in 0..scale {
-        let random: Vec<u8> = (0..20 * 1024 * 1024).map(|_| rng.u8(..)).collect();
-        let name = match unit {
-            0 => "weights.bin".to_string(),
-            n => format!("weights_{n}.bin"),
-        };
-        std::fs::write(dir.join(name), &random).expect("write");
-        for f in 0..40 {
-            let mut text = String::with_capacity(560_000);
-            while text.len() < 550_000 {
-                text.push_str(words[rng.usize(..words.len())]);
-            }
-            let f = unit * 40 + f;
-            std::fs::write(dir.join(format!("src_{f}.py")), text).expect("write");
-        }
-    }
-}
-
 fn submit(peer: &Peer, runs: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let wd = dir.path().join("wd");
     std::fs::create_dir(&wd).expect("mkdir");
-    working_dir(&wd, 1);
+    working_dir(&wd, 40);
     let wd_str = wd.display().to_string();
     let fresh = |i: usize, who: &str| {
         std::fs::write(
@@ -268,7 +230,7 @@ fn submit(peer: &Peer, runs: usize) {
     // packages over 100 MiB).
     let big = dir.path().join("wd2");
     std::fs::create_dir(&big).expect("mkdir");
-    working_dir(&big, 2);
+    working_dir(&big, 80);
     let (wall, big_rss) = timed(&mut submit(&big.display().to_string()));
     println!(
         "job submit (fresh 82 MiB working_dir, once):   nrl {:.0} ms, peak RSS {:.0} MiB",
