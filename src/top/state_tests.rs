@@ -140,6 +140,24 @@ fn initializing() -> TopState {
     s
 }
 
+/// The scenario's next step: the RayJob is Running and its worker was scheduled.
+fn running(s: &mut TopState) {
+    s.apply(
+        Watched::RayJobs,
+        LabelledEvent::Applied(rayjob("alice-grpo", "alice", "Running", Some("RUNNING"))),
+    );
+    s.apply(
+        Watched::RayPods,
+        LabelledEvent::Applied(pod(
+            "alice-grpo-raycluster-x1-gpu-worker-a",
+            "alice-grpo-raycluster-x1",
+            "worker",
+            "gpu",
+            "Running",
+        )),
+    );
+}
+
 #[test]
 fn an_initializing_rayjob_with_an_unschedulable_worker() {
     let mut s = initializing();
@@ -165,20 +183,7 @@ fn an_initializing_rayjob_with_an_unschedulable_worker() {
 fn the_rayjob_runs_and_its_log_gives_progress() {
     let mut s = initializing();
     s.select("alice-grpo");
-    s.apply(
-        Watched::RayJobs,
-        LabelledEvent::Applied(rayjob("alice-grpo", "alice", "Running", Some("RUNNING"))),
-    );
-    s.apply(
-        Watched::RayPods,
-        LabelledEvent::Applied(pod(
-            "alice-grpo-raycluster-x1-gpu-worker-a",
-            "alice-grpo-raycluster-x1",
-            "worker",
-            "gpu",
-            "Running",
-        )),
-    );
+    running(&mut s);
     assert_eq!(
         s.driver_of("alice-grpo"),
         Some((
@@ -316,20 +321,7 @@ fn the_scenario_on_screen() {
     app.on_update(ScreenUpdate::View(Box::new(s.view(now()))));
     insta::assert_snapshot!("screen_initializing", screen(&app, 120, 40));
 
-    s.apply(
-        Watched::RayJobs,
-        LabelledEvent::Applied(rayjob("alice-grpo", "alice", "Running", Some("RUNNING"))),
-    );
-    s.apply(
-        Watched::RayPods,
-        LabelledEvent::Applied(pod(
-            "alice-grpo-raycluster-x1-gpu-worker-a",
-            "alice-grpo-raycluster-x1",
-            "worker",
-            "gpu",
-            "Running",
-        )),
-    );
+    running(&mut s);
     s.log_source(
         "alice-grpo",
         Some("driver log of alice-grpo-sub".into()),
