@@ -131,26 +131,12 @@ async fn connect(
 ) -> Result<(K8s, Option<String>)> {
     if let Some((target, ns)) = recipe {
         let k8s = args.kube.connect(Some(&ns)).await?;
-        let focus = target.rayjob.clone().or(target.clusters.first().cloned());
-        return Ok((k8s, focus));
+        return Ok((k8s, session::focus_of(&target)));
     }
-    let Some(id) = &args.target else {
-        return Ok((args.kube.connect(None).await?, None));
-    };
-    let (record, k8s, _) = super::job_runs::resolve(id, &args.kube).await?;
-    let Some(k8s) = k8s else {
-        return Err(Diag::new(
-            "nrl::top::kind",
-            format!(
-                "run `{id}` is a {} run; nrl top shows runs on Kubernetes",
-                record.kind.as_str()
-            ),
-        )
-        .help(format!("its log: nrl job logs {id}")));
-    };
-    let target = Target::of_record(&record);
-    let focus = target.rayjob.clone().or(target.clusters.first().cloned());
-    Ok((k8s, focus))
+    match &args.target {
+        Some(id) => session::connect_run(id, &args.kube.connect_options()).await,
+        None => Ok((args.kube.connect(None).await?, None)),
+    }
 }
 
 /// The one-shot view as text: the runs, then the selected run's clusters and pods,

@@ -14,10 +14,53 @@ use super::model::{Action, RunKind, ScreenUpdate, TopView};
 use super::progress::ProgressPatterns;
 use super::sources::{Input, LogTarget, follow_log, selector, spawn_watch};
 use super::state::{TopState, Watched};
-use crate::diag::Result;
-use crate::k8s::K8s;
+use crate::config::env::Env;
+use crate::diag::{Diag, Result};
+use crate::doctor::diagnose::Target;
 use crate::k8s::watch::{LabelledEvent, WatchItem};
+use crate::k8s::{ConnectOptions, K8s};
 use crate::launch::dashboard::dashboard_session;
+use crate::launch::records::lookup::resolve_run;
+use crate::launch::records::{CODE_NOT_FOUND, RunStore};
+
+/// The object `nrl top` selects first for a launch target: its RayJob, else its first
+/// RayCluster.
+pub fn focus_of(target: &Target) -> Option<String> {
+    target
+        .rayjob
+        .clone()
+        .or_else(|| target.clusters.first().cloned())
+}
+
+/// `nrl top RUN_ID`: the run's record (this machine's, else the copy on the cluster) says
+/// which cluster it is on and what to select there. Runs that are not on Kubernetes are
+/// refused with where their log is.
+pub async fn connect_run(id: &str, opts: &ConnectOptions) -> Result<(K8s, Option<String>)> {
+    let (record, k8s, _) = resolve_run(id, opts).await?;
+    let Some(k8s) = k8s else {
+        return Err(Diag::new(
+            "nrl::top::kind",
+            format!(
+                "run `{id}` is a {} run; nrl top shows runs on Kubernetes",
+                record.kind.as_str()
+            ),
+        )
+        .help(format!("its log: nrl job logs {id}")));
+    };
+    Ok((k8s, focus_of(&Target::of_record(&record))))
+}
+
+/// What `top::snapshot(#{run})` selects for `name`: a run id recorded on this machine
+/// selects what its record names (as `nrl top RUN_ID` does), any other name the object
+/// of that name.
+pub fn focus_named(name: &str, env: &dyn Env) -> Result<String> {
+    let store = RunStore::from_env(env)?;
+    match store.load(name) {
+        Ok(record) => Ok(focus_of(&Target::of_record(&record)).unwrap_or_else(|| name.to_string())),
+        Err(e) if e.code == CODE_NOT_FOUND => Ok(name.to_string()),
+        Err(e) => Err(e),
+    }
+}
 
 /// What to show.
 #[derive(Debug, Clone)]

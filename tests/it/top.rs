@@ -145,6 +145,59 @@ fn top_once_shows_the_run_its_pods_events_log_and_progress() {
     assert_eq!(from_script, from_command);
 }
 
+/// A run id selects what its record names, in the command (`nrl top RUN_ID`) and in the
+/// built-in (`top::snapshot(#{run: RUN_ID})`) alike; another name selects that object.
+#[test]
+fn a_run_id_selects_the_rayjob_its_record_names() {
+    const RUN: &str = "grpo-20260101-120000-ab12";
+    let fake = FakeK8s::start();
+    fake.put(rayjob("alice-grpo", "alice", 0));
+    fake.put(rayjob("alice-sft", "alice", 0));
+    let ctx = ctx(&fake);
+    let runs = ctx.home().join(".cache/nrl/runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let rec = json!({"id": RUN, "kind": "rayjob", "created_at": "2026-01-01T12:00:00Z",
+        "context": "fake", "namespace": "default", "cluster": "alice-sft",
+        "k8s": {"rayjob": "alice-sft", "submission_id": RUN}});
+    std::fs::write(runs.join(format!("{RUN}.json")), rec.to_string()).unwrap();
+
+    let selected = |out: std::process::Output| -> String {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        v["selected"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let command = |target: &str| {
+        selected(
+            ctx.nrl()
+                .args(["top", target, "-o", "json", "--tail", "0"])
+                .output()
+                .unwrap(),
+        )
+    };
+    let script = ctx.home().join("top.rhai");
+    let builtin = |target: &str| {
+        std::fs::write(
+            &script,
+            format!("print(dump_json(top::snapshot(#{{ run: \"{target}\", tail: 0 }})));"),
+        )
+        .unwrap();
+        selected(ctx.nrl().arg("script").arg(&script).output().unwrap())
+    };
+    // Without a selection the view opens on alice-grpo; the run's record names alice-sft.
+    assert_eq!(builtin("no-such-run"), "alice-grpo");
+    assert_eq!(command(RUN), "alice-sft");
+    assert_eq!(builtin(RUN), "alice-sft");
+    assert_eq!(builtin("alice-sft"), "alice-sft");
+}
+
 /// `age` fields removed (they follow the clock between two reads).
 fn strip_ages(v: &mut Value) {
     match v {

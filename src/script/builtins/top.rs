@@ -23,7 +23,11 @@ fn view(ctx: &NativeCallContext, options: &Map) -> RhaiResult<Dynamic> {
     let opts = TopOptions {
         user: (!o.bool("all_users", false)?)
             .then(|| crate::config::env::username(h.opts.env.as_ref())),
-        focus: o.str("run"),
+        focus: o
+            .str("run")
+            .map(|name| crate::top::session::focus_named(&name, h.opts.env.as_ref()))
+            .transpose()
+            .map_err(fail)?,
         tail: o.int("tail")?.map_or(20, |n| n.max(0) as usize),
         patterns,
         width: 100,
@@ -54,7 +58,8 @@ pub mod top_module {
     }
 
     /// [`snapshot`] with options: `all_users` (everyone's runs), `run` (the run whose
-    /// details are returned), `tail` (log lines), `progress_patterns` (`["NAME=REGEX"]`,
+    /// details are returned: a run id, as `nrl top RUN_ID`, or a RayJob, RayCluster or
+    /// Gym run name), `tail` (log lines), `progress_patterns` (`["NAME=REGEX"]`,
     /// as `--progress-pattern`).
     ///
     /// ```rhai
