@@ -151,6 +151,35 @@ impl K8s {
         }
     }
 
+    /// Set a few fields of an existing object with a JSON merge patch (an update by
+    /// field manager `nrl`; setting values is idempotent, so retried on transient errors).
+    ///
+    /// For a field nrl sets after the object was applied (a RayJob's `spec.jobId` once the
+    /// job is submitted): re-applying the whole object instead would conflict with the
+    /// controllers that updated it meanwhile. KubeRay's RayJob controller adds its finalizer
+    /// with an update of the whole object, which rewrites `spec.rayClusterSpec.
+    /// workerGroupSpecs` (an atomic list; its Go types add `scaleStrategy: {}`) and so takes
+    /// that list over from nrl (ray-operator v1.5.1 controllers/ray/rayjob_controller.go
+    /// `Reconcile`, `r.Update(ctx, rayJobInstance)`; seen on the testbed).
+    pub async fn merge_patch(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        name: &str,
+        patch: &Json,
+    ) -> Result<Json> {
+        let api = self.api(ar, ns);
+        let pp = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            field_validation: Some(ValidationDirective::Strict),
+            ..Default::default()
+        };
+        let patch = Patch::Merge(patch);
+        let action = Action::new("patch", &ar.plural, ns).named(name);
+        let v = self.call(action, || api.patch(name, &pp, &patch)).await?;
+        to_json(v)
+    }
+
     /// Get an object; `None` if it does not exist.
     pub async fn get(&self, ar: &ApiResource, ns: &str, name: &str) -> Result<Option<Json>> {
         let api = self.api(ar, ns);

@@ -33,6 +33,7 @@ mod overrides_props;
 mod parity;
 mod ray_fake_dashboard;
 mod ray_jobs;
+mod real_cluster;
 mod render_catalog;
 mod repl;
 mod run_catalog;

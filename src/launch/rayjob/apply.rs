@@ -247,10 +247,14 @@ pub async fn submit_upload(
             }
         ));
     }
-    let mut with_id = plan.manifest.clone();
-    if let Some(spec) = with_id.get_mut("spec").and_then(Json::as_object_mut) {
-        spec.insert("jobId".into(), Json::String(submitted.submission_id));
-    }
-    k8s.apply(&with_id, ApplyOptions::default()).await?;
+    // Only `spec.jobId`, as a merge patch: KubeRay has updated the RayJob since nrl applied
+    // it (see `K8s::merge_patch`), so re-applying the whole manifest would conflict.
+    k8s.merge_patch(
+        &crate::k8s::resources::api_resource("ray.io/v1", "RayJob")?,
+        &plan.namespace,
+        &plan.name,
+        &serde_json::json!({"spec": {"jobId": submitted.submission_id}}),
+    )
+    .await?;
     Ok(())
 }

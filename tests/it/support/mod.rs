@@ -11,3 +11,4 @@ pub mod ray_head;
 pub mod script_host;
 pub mod stub_ray;
 pub mod terminal;
+pub mod testbed;
