@@ -41,6 +41,22 @@ pub struct AttachedIo {
     pub resize: Option<tokio::sync::mpsc::Receiver<(u16, u16)>>,
 }
 
+/// `cmd` behind a reader of exactly `len` bytes of stdin: `sh -c 'head -c LEN | CMD'`.
+///
+/// The command then sees the end of its input after the data, whether or not the end of
+/// the stream reaches the pod: the `v4.channel.k8s.io` exec protocol (API servers before
+/// the `v5` one, which kube-rs falls back to) has no way to close stdin, and kubelets differ
+/// (kwok v0.8.0's `utils/exec.Command` copies stdin into the process and never closes the
+/// pipe; seen on the testbed, where `cat > file` never ended).
+fn length_delimited(cmd: &[&str], len: usize) -> Vec<String> {
+    let mut framed: Vec<String> = ["sh", "-c", "n=$1; shift; head -c \"$n\" | \"$@\"", "sh"]
+        .map(String::from)
+        .to_vec();
+    framed.push(len.to_string());
+    framed.extend(cmd.iter().map(|s| s.to_string()));
+    framed
+}
+
 impl K8s {
     /// Run `cmd` in `pod` (container optional), optionally writing `stdin`, and wait for
     /// it to finish. A non-zero exit is not an error: see `exit_code`.
@@ -56,7 +72,15 @@ impl K8s {
             .stdin(stdin.is_some())
             .stdout(true)
             .stderr(true);
-        let mut proc = self.open_exec(ns, pod, container, cmd, ap).await?;
+        let framed;
+        let sent = match stdin {
+            Some(data) => {
+                framed = length_delimited(cmd, data.len());
+                framed.iter().map(String::as_str).collect::<Vec<_>>()
+            }
+            None => cmd.to_vec(),
+        };
+        let mut proc = self.open_exec(ns, pod, container, &sent, ap).await?;
         if let (Some(data), Some(mut w)) = (stdin, proc.stdin()) {
             w.write_all(data)
                 .await
@@ -292,6 +316,45 @@ pub fn exit_code_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The framed command ends after the data although its stdin stays open, as it does
+    /// where the runtime never closes it; and the command's exit code is what it returns.
+    #[test]
+    fn length_delimited_stdin_ends_without_eof() {
+        use std::io::{Read, Write};
+        let data = "line one\nline two with 'quotes' and $dollars\n";
+        let cmd = length_delimited(&["sh", "-c", "cat; exit 7"], data.len());
+        let mut child = std::process::Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(data.as_bytes()).expect("write");
+        // Keep `stdin` open: the command must not wait for its end.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still waiting for stdin's end"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .expect("read");
+        assert_eq!(out, data);
+        assert_eq!(status.code(), Some(7));
+        drop(stdin);
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
 
     #[test]

@@ -139,10 +139,14 @@ pub struct RayClusterStatus {
 impl RayClusterStatus {
     pub fn of(obj: &Json) -> RayClusterStatus {
         let status = obj.get("status");
+        // The counters are Go `int32` with `omitempty` (ray-operator v1.5.1
+        // apis/ray/v1/raycluster_types.go `RayClusterStatus`): a status the controller wrote
+        // without them means 0 — a cluster with no workers never shows them.
+        let count = |key| int(status, key).or_else(|| status.filter(|s| s.is_object()).map(|_| 0));
         RayClusterStatus {
             state: text(status, "state"),
-            ready_workers: int(status, "readyWorkerReplicas"),
-            desired_workers: int(status, "desiredWorkerReplicas"),
+            ready_workers: count("readyWorkerReplicas"),
+            desired_workers: count("desiredWorkerReplicas"),
             conditions: conditions(status),
         }
     }
@@ -565,6 +569,17 @@ mod tests {
         let none = RayClusterStatus::of(&json!({}));
         assert_eq!(none, RayClusterStatus::default());
         assert!(!none.ready_for(0) && !none.is_suspended());
+    }
+
+    /// The operator omits zero counters (Go `omitempty`): a ready cluster without workers
+    /// has none of them, and is ready for 0 workers (it waited forever on the testbed).
+    #[test]
+    fn raycluster_without_workers_omits_the_counts_and_is_ready() {
+        let rc = RayClusterStatus::of(&json!({"status": {"state": "ready",
+            "conditions": [{"type": "HeadPodReady", "status": "True"}]}}));
+        assert_eq!((rc.desired_workers, rc.ready_workers), (Some(0), Some(0)));
+        assert!(rc.ready_for(0));
+        assert!(!rc.ready_for(1));
     }
 
     #[test]

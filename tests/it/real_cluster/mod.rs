@@ -6,6 +6,8 @@
 //!
 //! Run them with `cargo test --test it real_cluster::` after `make testbed-up`.
 
+mod cluster_ops;
+mod raycluster;
 mod rayjob;
 
 use std::time::Duration;

@@ -299,6 +299,33 @@ spec:
             String::from_utf8_lossy(&out.stderr)
         );
     }
+
+    /// Make `pods/exec` into any pod of this namespace run the command on this machine, in
+    /// `workdir` (kwok `ClusterExec`, `local`): the exec submitter's and the dev pod's
+    /// commands really run.
+    pub fn attach_exec(&self, workdir: &Path) {
+        let ce = format!(
+            r#"apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: exec-{ns}
+spec:
+  selector:
+    matchNamespaces: [{ns}]
+  execs:
+  - local:
+      workDir: {dir}
+"#,
+            ns = self.name,
+            dir = workdir.display()
+        );
+        let out = self.apply(&ce);
+        assert!(
+            out.status.success(),
+            "ClusterExec: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 impl Drop for Namespace {
@@ -310,6 +337,17 @@ impl Drop for Namespace {
                 "delete",
                 "clusterportforward",
                 &format!("dashboard-{}", self.name),
+                "--ignore-not-found",
+                "--wait=false",
+            ])
+            .output();
+        let _ = self
+            .tb
+            .kubectl()
+            .args([
+                "delete",
+                "clusterexec",
+                &format!("exec-{}", self.name),
                 "--ignore-not-found",
                 "--wait=false",
             ])

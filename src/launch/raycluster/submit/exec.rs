@@ -163,6 +163,11 @@ pub async fn submit(
         }
     }
     // `set -m`: the background launcher leads its own process group, which `stop` signals.
+    // The background job is one simple command whose redirections replace the exec's
+    // stdout and stderr: a runtime ends an exec only once every holder of those pipes has
+    // closed them (containerd, CRI-O, kwok: Go's `exec.Cmd.Wait` waits for the copying),
+    // so `cd … && nohup … &` — a subshell that keeps the exec's stdout while it waits for
+    // the launcher — held `--no-wait` for the whole run (seen on the testbed).
     let start = k8s
         .exec(
             ns,
@@ -171,7 +176,7 @@ pub async fn submit(
             &[
                 "bash",
                 "-c",
-                "set -m; cd \"$1\" && nohup bash \"$1/launch.sh\" </dev/null >\"$1/stdout.log\" 2>&1 & \
+                "set -m; cd \"$1\" || exit 1; nohup bash \"$1/launch.sh\" </dev/null >\"$1/stdout.log\" 2>&1 & \
                  echo $! > \"$1/pid\"; echo $!",
                 "bash",
                 &dir,

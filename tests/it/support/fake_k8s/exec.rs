@@ -394,17 +394,13 @@ impl ExecSession {
             }
             Err(_) => 1,
         };
-        // Output still in the pipes goes out; a background grandchild holding them open
-        // does not keep the exec alive for more than a moment. (The bound is generous: on a
-        // loaded machine a shorter one lost the tail of stderr.)
+        // The exec ends when its output does: a background process still holding stdout or
+        // stderr keeps it open, as in real runtimes (kwok v0.8.0 `utils/exec.Command` and
+        // containerd wait for the copying to end; Go's `exec.Cmd.Wait`). The fake used to
+        // give up after two seconds, which hid a launcher that held the exec for the whole
+        // run (found on the testbed).
         for p in pumps {
-            let abort = p.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(2), p)
-                .await
-                .is_err()
-            {
-                abort.abort();
-            }
+            let _ = p.await;
         }
         let status = exit_status(&self.command, code);
         let _ = out_tx

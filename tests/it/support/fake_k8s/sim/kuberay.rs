@@ -436,11 +436,23 @@ pub fn reconcile(state: &Arc<State>, _ctx: &mut SimCtx, _requeue: &Requeue, ns: 
     let old = rc.get("status").cloned().unwrap_or_else(|| json!({}));
     let mut s = old.clone();
     s["observedGeneration"] = generation;
-    s["readyWorkerReplicas"] = json!(ready_workers);
-    s["availableWorkerReplicas"] = json!(available_workers);
-    s["desiredWorkerReplicas"] = json!(desired);
-    s["minWorkerReplicas"] = json!(min_w);
-    s["maxWorkerReplicas"] = json!(max_w);
+    // Go `int32` with `omitempty` (apis/ray/v1/raycluster_types.go `RayClusterStatus`):
+    // a zero count is absent from the JSON, as the real operator writes it (seen on the
+    // testbed: a RayCluster without workers has none of these).
+    for (key, n) in [
+        ("readyWorkerReplicas", ready_workers as i64),
+        ("availableWorkerReplicas", available_workers as i64),
+        ("desiredWorkerReplicas", desired),
+        ("minWorkerReplicas", min_w),
+        ("maxWorkerReplicas", max_w),
+    ] {
+        match s.as_object_mut() {
+            Some(m) if n == 0 => {
+                m.remove(key);
+            }
+            _ => s[key] = json!(n),
+        }
+    }
     for k in ["desiredCPU", "desiredMemory", "desiredGPU", "desiredTPU"] {
         s[k] = json!("0");
     }
