@@ -242,6 +242,15 @@ pub fn to_diag(e: kube::Error, a: &Action) -> Diag {
                     "the field cannot change on an existing object (no offline check can tell): \
                      delete and re-create it (`nrl run --replace`, `--raycluster --recreate`)",
                 ),
+                // A read (a log, an exec, a list) is refused for what it asked, not for an
+                // object nrl wrote: no offline check can help there.
+                422 | 400 if matches!(a.verb, "get" | "list" | "watch") || a.resource.contains('/') => {
+                    Diag::api(
+                        "nrl::k8s::bad_request",
+                        format!("the API server refused to {} {target}: {msg}", a.verb),
+                    )
+                    .help("the request does not fit this cluster or object (its container, its state); check it with kubectl")
+                }
                 422 | 400 => Diag::api(
                     "nrl::k8s::invalid",
                     format!("the API server rejected {target}: {msg}"),
@@ -344,6 +353,20 @@ mod tests {
         // Other invalid objects still point at the offline check.
         let d = to_diag(api_error(422, "spec.replicas: Invalid value: -1"), &a);
         assert_eq!(d.code, "nrl::k8s::invalid");
+    }
+
+    /// A refused read (here a container log kwok could not parse, seen on the testbed) is
+    /// not an invalid object: no pointer to `nrl check`.
+    #[test]
+    fn a_refused_read_is_not_sent_to_nrl_check() {
+        let a = Action::new("get", "pods/log", "team").named("p");
+        let d = to_diag(api_error(400, "unsupported log format"), &a);
+        assert_eq!(d.code, "nrl::k8s::bad_request");
+        assert_eq!(
+            d.message,
+            "the API server refused to get pods/log/p in namespace `team`: unsupported log format"
+        );
+        assert!(!d.help.as_deref().unwrap_or("").contains("nrl check"));
     }
 
     #[test]

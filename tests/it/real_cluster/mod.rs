@@ -6,7 +6,10 @@
 //!
 //! Run them with `cargo test --test it real_cluster::` after `make testbed-up`.
 
+mod admission;
 mod cluster_ops;
+mod deploy_dra;
+mod gym;
 mod raycluster;
 mod rayjob;
 
